@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: GPL-2.0
+# Builds build/taskprobe (BPF objects linked into one skeleton) and the test suite.
+#   make                 the binary          make check   deps, build, every test
+#   make demo            a sample task       make install PREFIX=/usr/local
+#   make SANITIZE=address,undefined          sanitized build under build/san/
+#   V=1                  show commands
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+PREFIX    ?= /usr/local
+CC        ?= cc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+VERSION   := 0.1.0
+ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+ifeq ($(SANITIZE),)
+OUT       := build
+SANFLAGS  :=
+else
+OUT       := build/san
+SANFLAGS  := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+BPFOUT    := build/bpf
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
+	     -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' \
+	     -Iinclude -Iuser -I$(BPFOUT) -MMD -MP $(SANFLAGS)
+LDFLAGS   += $(SANFLAGS)
+LDLIBS    := -lbpf -lelf -lz -lm
+BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Werror -Wall \
+	     -Iinclude -I$(BPFOUT)
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.bpf.o,$(BPF_SRCS))
+SKEL      := $(BPFOUT)/taskprobe.skel.h
+
+# The collector core and every module but main.c: linked into the binary and the tests.
+CORE_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
+TEST_SRCS := $(wildcard tests/*.c tests/unit/*.c tests/bpf/*.c tests/e2e/*.c)
+TEST_OBJS := $(patsubst %.c,$(OUT)/%.o,$(TEST_SRCS))
+HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+
+BIN       := $(OUT)/taskprobe
+TESTBIN   := $(OUT)/tests/taskprobe-test
+
+.PHONY: all deps check test demo install uninstall clean format format-check bench
+all: $(BIN)
+
+deps:
+	$(Q)bash scripts/deps.sh
+
+$(BPFOUT)/vmlinux.h: | $(BPFOUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BPFOUT)/%.bpf.o: bpf/%.bpf.c $(BPFOUT)/vmlinux.h $(wildcard bpf/*.bpf.h) include/taskprobe.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
+
+$(BPFOUT)/taskprobe.bpf.o: $(BPF_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(SKEL): $(BPFOUT)/taskprobe.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name taskprobe_bpf > $@
+
+$(OUT)/user/%.o: user/%.c | $(SKEL)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/tests/%.o: tests/%.c | $(SKEL)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests -c $< -o $@
+
+$(BIN): $(OUT)/user/main.o $(CORE_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(TESTBIN): $(TEST_OBJS) $(CORE_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Workload helpers run inside tasks: plain builds, so they measure the same either way.
+$(OUT)/tests/helpers/%: tests/helpers/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE $< -o $@
+
+$(BPFOUT):
+	$(Q)mkdir -p $@
+
+test: $(BIN) $(TESTBIN) $(HELPERS)
+	$(Q)TASKPROBE_BIN=$(abspath $(BIN)) TASKPROBE_HELPERS=$(abspath $(OUT)/tests/helpers) \
+		$(TESTBIN) $(TESTS)
+
+# check: dependencies, the plain build, then every tier against the sanitized build.
+check: deps
+	$(Q)$(MAKE) --no-print-directory format-check
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined test
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)bash scripts/demo.sh $(abspath $(BIN))
+
+bench: all
+	$(Q)bash scripts/bench/run-all.sh $(abspath $(BIN))
+
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/taskprobe
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/taskprobe
+
+FORMAT_SRCS = $(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.h tests/*.c tests/*.h \
+		tests/*/*.c)
+
+format:
+	$(Q)clang-format -i $(FORMAT_SRCS)
+
+format-check:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+clean:
+	$(Q)rm -rf build
+
+-include $(wildcard $(OUT)/user/*.d $(OUT)/tests/*.d $(OUT)/tests/*/*.d)

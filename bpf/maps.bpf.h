@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Maps shared by every BPF unit in bpf/. They are __weak so that the static linker
+ * (bpftool gen object) merges the copies each unit sees into one map.
+ */
+#ifndef TP_MAPS_BPF_H
+#define TP_MAPS_BPF_H
+
+#include "taskprobe.h"
+
+/* cgroup v2 id (kernfs node id) -> task slot; holds task roots and their descendants. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TP_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, struct tp_cgroup_info);
+} cgroups SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct tp_cpu_stats);
+} cpu_stats SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct tp_proc_stats);
+} proc_stats SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_global_stats);
+} global_stats SEC(".maps") __weak;
+
+/* Size is set by the loader before load (collector_opts.ringbuf_bytes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 21);
+} events SEC(".maps") __weak;
+
+/* Which use of each slot is current (0: free); stale thread state is ignored by it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, __u32);
+} slot_gen SEC(".maps") __weak;
+
+/*
+ * Per-thread state of threads that belong to a task. Its presence is what marks a
+ * thread as tracked on the hot path, so sched_switch needs no hash lookup.
+ */
+struct tp_thread {
+	__u64 runtime_base;   /* se.sum_exec_runtime already charged */
+	__u64 runnable_since; /* when it last became runnable, 0 when running or asleep */
+	__u32 slot;
+	__u32 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_thread);
+} threads SEC(".maps") __weak;
+
+/* Which task a cgroup belongs to, or NULL. */
+static __always_inline struct tp_cgroup_info *tp_cgroup_lookup(__u64 cgid)
+{
+	return bpf_map_lookup_elem(&cgroups, &cgid);
+}
+
+/* The cgroup v2 id of any task, read through its css_set (tp_btf pointers). */
+static __always_inline __u64 tp_task_cgroup_id(struct task_struct *t)
+{
+	return t->cgroups->dfl_cgrp->kn->id;
+}
+
+static __always_inline void tp_count_lost(__u32 slot)
+{
+	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	struct tp_global_stats *gs;
+	__u32 zero = 0;
+
+	if (ps)
+		__sync_fetch_and_add(&ps->lost_events, 1);
+	gs = bpf_map_lookup_elem(&global_stats, &zero);
+	if (gs)
+		gs->lost_events++;
+}
+
+/* Reserve an event on the ring buffer; a failure is counted, never silent. */
+static __always_inline void *
+tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct task_struct *t)
+{
+	struct tp_event_hdr *hdr = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!hdr) {
+		tp_count_lost(ci->slot);
+		return NULL;
+	}
+	hdr->type = type;
+	hdr->slot = ci->slot;
+	hdr->gen = ci->gen;
+	hdr->pid = t->pid;
+	hdr->tgid = t->tgid;
+	hdr->pad = 0;
+	hdr->ts_ns = bpf_ktime_get_ns();
+	return hdr;
+}
+
+/* The thread's state if it belongs to a task whose slot is still in use. */
+static __always_inline struct tp_thread *tp_thread_get(struct task_struct *t)
+{
+	struct tp_thread *th = bpf_task_storage_get(&threads, t, 0, 0);
+	__u32 slot, *gen;
+
+	if (!th)
+		return NULL;
+	slot = th->slot;
+	gen = bpf_map_lookup_elem(&slot_gen, &slot);
+	return gen && *gen == th->gen ? th : NULL;
+}
+
+/*
+ * Makes t a thread of the task ci: CPU it used before now is not the task's.
+ * Returns the state, or NULL when storage could not be had.
+ */
+static __always_inline struct tp_thread *tp_thread_adopt(struct task_struct *t,
+							 const struct tp_cgroup_info *ci)
+{
+	struct tp_thread *th = bpf_task_storage_get(&threads, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!th)
+		return NULL;
+	if (th->slot != ci->slot || th->gen != ci->gen) {
+		th->slot = ci->slot;
+		th->gen = ci->gen;
+		th->runtime_base = t->se.sum_exec_runtime;
+		th->runnable_since = 0;
+	}
+	return th;
+}
+
+/* Charges t's CPU time since it was last charged to its task's slot. */
+static __always_inline void tp_charge_cpu(struct task_struct *t, struct tp_thread *th)
+{
+	__u64 rt = t->se.sum_exec_runtime;
+	struct tp_cpu_stats *cs;
+	__u32 slot = th->slot;
+
+	if (rt <= th->runtime_base)
+		return;
+	cs = bpf_map_lookup_elem(&cpu_stats, &slot);
+	if (cs)
+		cs->cpu_ns += rt - th->runtime_base;
+	th->runtime_base = rt;
+}
+
+#endif /* TP_MAPS_BPF_H */

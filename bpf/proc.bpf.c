@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Process lifecycle programs: forks, execs, exits, failures and the most alive at once. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+
+static __always_inline void raise_max(__s64 *max, __s64 n)
+{
+	__s64 cur = *max;
+
+	/* Bounded retry: losing every race to a higher value is harmless. */
+	for (int i = 0; i < 8 && n > cur; i++) {
+		__s64 old = __sync_val_compare_and_swap(max, cur, n);
+
+		if (old == cur)
+			break;
+		cur = old;
+	}
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct tp_cgroup_info *ci;
+	struct tp_proc_stats *ps;
+	struct tp_fork_event *e;
+	__u32 slot;
+
+	/* With CLONE_INTO_CGROUP the child's cgroup is not the parent's: look at the child. */
+	ci = tp_cgroup_lookup(tp_task_cgroup_id(child));
+	if (!ci)
+		return 0;
+	slot = ci->slot;
+	/* Threads too: CPU time is charged per thread. */
+	tp_thread_adopt(child, ci);
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	if (!ps)
+		return 0;
+	if (child->pid != child->tgid) {
+		__sync_fetch_and_add(&ps->threads, 1);
+		return 0;
+	}
+	__sync_fetch_and_add(&ps->forks, 1);
+	raise_max(&ps->max_alive, __sync_fetch_and_add(&ps->alive, 1) + 1);
+
+	e = tp_event_reserve(sizeof(*e), TP_EV_FORK, ci, child);
+	if (!e)
+		return 0;
+	e->parent_tgid = parent->tgid;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct tp_cgroup_info *ci;
+	struct tp_proc_stats *ps;
+	struct tp_exec_event *e;
+	__u32 slot;
+
+	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	if (!ci)
+		return 0;
+	slot = ci->slot;
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	if (ps)
+		__sync_fetch_and_add(&ps->execs, 1);
+
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, ci, p);
+	if (!e)
+		return 0;
+	e->runtime_ns = p->se.sum_exec_runtime;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Each thread's exit carries its runtime; the last one of a process also counts the exit. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
+{
+	struct tp_cgroup_info *ci;
+	struct tp_proc_stats *ps;
+	struct tp_exit_event *e;
+	struct tp_thread *th;
+	bool group_dead;
+	__u32 slot;
+
+	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	if (!ci)
+		return 0;
+	slot = ci->slot;
+	/* Charge now, in case the last switch-out is one the kernel does not trace. */
+	th = tp_thread_get(p);
+	if (th)
+		tp_charge_cpu(p, th);
+	/* signal->live was decremented just before this tracepoint in do_exit(). */
+	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	if (group_dead) {
+		ps = bpf_map_lookup_elem(&proc_stats, &slot);
+		if (ps) {
+			__sync_fetch_and_add(&ps->exits, 1);
+			__sync_fetch_and_add(&ps->alive, -1);
+			if (p->exit_code)
+				__sync_fetch_and_add(&ps->failed_exits, 1);
+		}
+	}
+
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, ci, p);
+	if (!e)
+		return 0;
+	e->runtime_ns = p->se.sum_exec_runtime;
+	e->exit_code = p->exit_code;
+	e->flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Installs the Debian packages taskprobe needs to build and test. Safe to re-run:
+# it asks apt only for what is missing and runs `apt-get update` at most once.
+set -euo pipefail
+
+pkgs=(
+	make gcc clang llvm pkg-config
+	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libclang-rt-14-dev
+	rt-tests
+	iproute2 procps coreutils
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "taskprobe: missing packages: ${missing[*]}; run 'sudo scripts/deps.sh'" >&2
+	exit 1
+fi
+
+echo "taskprobe: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

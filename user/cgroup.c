@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cgroup v2 helpers: find the mount, make a task's cgroup, read and kill it, remove it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "util.h"
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+}
+
+int cgroup2_mount_from(FILE *mountinfo, char *buf, size_t len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
+
+	while (getline(&line, &cap, mountinfo) > 0) {
+		char *sep = strstr(line, " - "), *save, *mnt, *fstype;
+		int field = 0;
+
+		if (!sep)
+			continue;
+		fstype = strtok_r(sep + 3, " ", &save);
+		if (!fstype || strcmp(fstype, "cgroup2"))
+			continue;
+		*sep = '\0';
+		mnt = NULL;
+		for (char *tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+			if (++field == 5) {
+				mnt = tok;
+				break;
+			}
+		if (!mnt)
+			continue;
+		unescape_octal(mnt);
+		if (strlen(mnt) >= len) {
+			err = -ENAMETOOLONG;
+			continue;
+		}
+		strcpy(buf, mnt);
+		err = 0;
+		break;
+	}
+	free(line);
+	return err;
+}
+
+int cgroup2_mount(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = cgroup2_mount_from(f, buf, len);
+	fclose(f);
+	return err;
+}
+
+int cgroup_id(const char *path, __u64 *id)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	*id = st.st_ino;
+	return 0;
+}
+
+int cgroup_make_task(const char *root, const char *id, char *path, size_t len)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(parent, sizeof(parent), "%s/taskprobe", root) >= sizeof(parent) ||
+	    (size_t)snprintf(path, len, "%s/%s", parent, id) >= len)
+		return -ENAMETOOLONG;
+	/* A concurrent run may remove an empty parent between our mkdirs: retry. */
+	for (int tries = 0; tries < 10; tries++) {
+		if (mkdir(parent, 0755) && errno != EEXIST)
+			return -errno;
+		if (!mkdir(path, 0755))
+			return 0;
+		if (errno == ENOENT)
+			continue;
+		if (errno != EEXIST)
+			return -errno;
+		if (stat(path, &st) || !S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		if (cgroup_populated(path) != 0)
+			return -EEXIST;
+		/* Left by a run that died: nothing runs there, so it can go. */
+		if (rmdir(path) && errno != ENOENT)
+			return -EEXIST;
+	}
+	return -EAGAIN;
+}
+
+/* rmdir can fail with EBUSY while exiting tasks still pin the cgroup: wait a little. */
+static int rmdir_patient(const char *path)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (int i = 0; i < 200; i++) {
+		if (!rmdir(path) || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		nanosleep(&ts, NULL);
+	}
+	return -EBUSY;
+}
+
+static int remove_tree(const char *path, int depth)
+{
+	char child[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	if (depth > 64)
+		return -ELOOP;
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, de->d_name) >=
+		    sizeof(child))
+			continue;
+		if (!err)
+			err = remove_tree(child, depth + 1);
+	}
+	closedir(d);
+	if (err)
+		return err;
+	return rmdir_patient(path);
+}
+
+int cgroup_remove_task(const char *path)
+{
+	char parent[PATH_MAX];
+	char *slash;
+	int err;
+
+	err = remove_tree(path, 0);
+	if (err)
+		return err;
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = '\0';
+		/* Fails harmlessly while other tasks run. */
+		if (!strcmp(strrchr(parent, '/') ? strrchr(parent, '/') + 1 : parent, "taskprobe"))
+			rmdir(parent);
+	}
+	return 0;
+}
+
+static int read_key_values(const char *path, const char *const *keys, __u64 *vals, int n)
+{
+	char buf[4096];
+	ssize_t len = tp_read_file(path, buf, sizeof(buf));
+	int found = 0;
+
+	if (len < 0)
+		return (int)len;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		char *sp = strchr(line, ' ');
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		for (int i = 0; i < n; i++)
+			if (!strcmp(line, keys[i])) {
+				vals[i] = strtoull(sp + 1, NULL, 10);
+				found++;
+			}
+	}
+	return found;
+}
+
+int cgroup_read_cpu_stat(const char *path, struct cg_cpu_stat *st)
+{
+	static const char *const keys[] = { "usage_usec", "user_usec", "system_usec" };
+	char file[PATH_MAX];
+	__u64 vals[3] = { 0 };
+	int n;
+
+	snprintf(file, sizeof(file), "%s/cpu.stat", path);
+	n = read_key_values(file, keys, vals, 3);
+	if (n < 0)
+		return n;
+	if (n < 3)
+		return -ENODATA;
+	st->usage_us = vals[0];
+	st->user_us = vals[1];
+	st->system_us = vals[2];
+	return 0;
+}
+
+int cgroup_populated(const char *path)
+{
+	static const char *const keys[] = { "populated" };
+	char file[PATH_MAX];
+	__u64 v = 0;
+	int n;
+
+	snprintf(file, sizeof(file), "%s/cgroup.events", path);
+	n = read_key_values(file, keys, &v, 1);
+	if (n < 0)
+		return n;
+	return n == 1 ? v != 0 : -ENODATA;
+}
+
+/* Calls fn(pid, arg) for each process in the subtree; stops at a non-zero return. */
+static int for_each_proc(const char *path, int depth, int (*fn)(pid_t, void *), void *arg)
+{
+	char file[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+	int err = 0;
+
+	if (depth > 64)
+		return -ELOOP;
+	snprintf(file, sizeof(file), "%s/cgroup.procs", path);
+	f = fopen(file, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (!err && getline(&line, &cap, f) > 0)
+		err = fn((pid_t)atoi(line), arg);
+	free(line);
+	fclose(f);
+	if (err)
+		return err;
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!err && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
+		err = for_each_proc(file, depth + 1, fn, arg);
+	}
+	closedir(d);
+	return err;
+}
+
+static int count_one(pid_t pid, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+int cgroup_count_procs(const char *path)
+{
+	int n = 0, err = for_each_proc(path, 0, count_one, &n);
+
+	return err ? err : n;
+}
+
+static int kill_one(pid_t pid, void *arg)
+{
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	return 0;
+}
+
+int cgroup_kill(const char *path)
+{
+	char file[PATH_MAX];
+	int err;
+
+	snprintf(file, sizeof(file), "%s/cgroup.kill", path);
+	err = tp_write_file(file, "1");
+	if (err != -ENOENT)
+		return err;
+	return for_each_proc(path, 0, kill_one, NULL);
+}
+
+int cgroup_events_fd(const char *path)
+{
+	char file[PATH_MAX];
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/cgroup.events", path);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}

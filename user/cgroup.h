@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* cgroup v2 helpers: find the mount, make a task's cgroup, read and kill it, remove it. */
+#ifndef TP_CGROUP_H
+#define TP_CGROUP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <linux/types.h>
+
+/* Where the cgroup2 hierarchy is mounted, from /proc/self/mountinfo; -ENOENT if nowhere. */
+int cgroup2_mount(char *buf, size_t len);
+/* The same over any mountinfo stream (for tests). */
+int cgroup2_mount_from(FILE *mountinfo, char *buf, size_t len);
+
+/* The cgroup id BPF sees (bpf_get_current_cgroup_id()): the directory's inode number. */
+int cgroup_id(const char *path, __u64 *id);
+
+/*
+ * Creates ROOT/taskprobe/ID for a new task. A leftover, empty directory of a dead run
+ * with the same id is replaced; a populated one is -EEXIST.
+ */
+int cgroup_make_task(const char *root, const char *id, char *path, size_t len);
+/* Removes the task's cgroup, its descendants first, then ROOT/taskprobe when empty. */
+int cgroup_remove_task(const char *path);
+
+struct cg_cpu_stat {
+	__u64 usage_us;
+	__u64 user_us;
+	__u64 system_us;
+};
+int cgroup_read_cpu_stat(const char *path, struct cg_cpu_stat *st);
+/* 1 if any process is in the subtree, 0 if none, or -errno. */
+int cgroup_populated(const char *path);
+/* Processes in the subtree (threads not counted). */
+int cgroup_count_procs(const char *path);
+/* SIGKILL every process of the subtree: cgroup.kill, or one by one before Linux 5.14. */
+int cgroup_kill(const char *path);
+/* Opens cgroup.events for polling (EPOLLPRI signals a change of "populated"). */
+int cgroup_events_fd(const char *path);
+
+#endif /* TP_CGROUP_H */

@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: GPL-2.0
+/* `taskprobe run`: runs a command as a task in its own cgroup, with the collector embedded. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+const char run_usage[] =
+	"usage: taskprobe run [OPTIONS] [--] CMD [ARG...]\n"
+	"Runs CMD as a task in a cgroup of its own and prints what the task used.\n"
+	"\n"
+	"  --id ID           task id, [A-Za-z0-9._:@-]{1,128} (default: generated)\n"
+	"  --label K=V       label the task (repeatable, at most 64)\n"
+	"  --json FILE       write the task record to FILE as JSON\n"
+	"  --grace SECS      how long processes may outlive CMD before they are killed\n"
+	"                    through cgroup.kill (default 5; 0 kills at once)\n"
+	"  --keep-leftovers  leave processes that outlive CMD running; stop counting\n"
+	"  --quiet           print no summary\n"
+	"  -v, --verbose     debug output, libbpf's included\n"
+	"  -h, --help        this help\n"
+	"\n"
+	"Exit status: CMD's own; 128+N if CMD was killed by signal N; 125 if taskprobe\n"
+	"failed; 126 if CMD could not be executed; 127 if CMD was not found.\n";
+
+enum {
+	OPT_ID = 0x100,
+	OPT_LABEL,
+	OPT_JSON,
+	OPT_GRACE,
+	OPT_KEEP,
+	OPT_QUIET,
+};
+
+int run_parse_args(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "label", required_argument, NULL, OPT_LABEL },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "keep-leftovers", no_argument, NULL, OPT_KEEP },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *why;
+	int opt;
+
+	memset(o, 0, sizeof(*o));
+	o->grace_s = RUN_GRACE_DEFAULT;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:hvq", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_ID:
+			if (!tp_valid_id(optarg)) {
+				tp_err("run: invalid task id '%.*s': use 1 to 128 of A-Z a-z 0-9 . _ : "
+				       "@ -",
+				       64, optarg);
+				return -EINVAL;
+			}
+			snprintf(o->id, sizeof(o->id), "%s", optarg);
+			break;
+		case OPT_LABEL:
+			if (o->nlabels >= TP_LABELS_MAX) {
+				tp_err("run: more than %d labels", TP_LABELS_MAX);
+				return -EINVAL;
+			}
+			if (tp_parse_label(optarg, &o->labels[o->nlabels].key,
+					   &o->labels[o->nlabels].val, &why)) {
+				tp_err("run: invalid label '%.*s': %s", 64, optarg, why);
+				return -EINVAL;
+			}
+			for (int i = 0; i < o->nlabels; i++)
+				if (!strcmp(o->labels[i].key, o->labels[o->nlabels].key)) {
+					tp_err("run: label '%s' given twice", o->labels[i].key);
+					return -EINVAL;
+				}
+			o->nlabels++;
+			break;
+		case OPT_JSON:
+			o->json_path = optarg;
+			break;
+		case OPT_GRACE:
+			if (tp_parse_u64(optarg, RUN_GRACE_MAX, &o->grace_s)) {
+				tp_err("run: invalid --grace '%.*s': whole seconds from 0 to %d",
+				       32, optarg, RUN_GRACE_MAX);
+				return -EINVAL;
+			}
+			break;
+		case OPT_KEEP:
+			o->keep_leftovers = true;
+			break;
+		case 'q':
+		case OPT_QUIET:
+			o->quiet = true;
+			break;
+		case 'v':
+			tp_verbose = 1;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		case ':':
+			tp_err("run: option '%s' needs a value; see 'taskprobe run --help'",
+			       argv[optind - 1]);
+			return -EINVAL;
+		default:
+			tp_err("run: unknown option '%s'; see 'taskprobe run --help'",
+			       argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		tp_err("run: no command given; usage: taskprobe run [OPTIONS] -- CMD [ARG...]");
+		return -EINVAL;
+	}
+	o->argv = argv + optind;
+	o->argc = argc - optind;
+	return 0;
+}
+
+/* A default id, unique on this host: start time and our pid. */
+static void default_id(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char when[32];
+
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(buf, len, "tp-%s-%d", when, (int)getpid());
+}
+
+struct clone_args_v2 {
+	__u64 flags;
+	__u64 pidfd;
+	__u64 child_tid;
+	__u64 parent_tid;
+	__u64 exit_signal;
+	__u64 stack;
+	__u64 stack_size;
+	__u64 tls;
+	__u64 set_tid;
+	__u64 set_tid_size;
+	__u64 cgroup;
+};
+
+/* In the child: exec CMD, or report errno on the close-on-exec pipe. */
+static void __attribute__((noreturn)) child_exec(char **argv, const sigset_t *mask, int errfd)
+{
+	int err;
+
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	execvp(argv[0], argv);
+	err = errno;
+	if (write(errfd, &err, sizeof(err)) < 0)
+		_exit(EXIT_NOT_FOUND);
+	_exit(EXIT_NOT_FOUND);
+}
+
+/*
+ * Starts CMD inside the task's cgroup from its first instruction (CLONE_INTO_CGROUP),
+ * so that even its first fork is the task's. Before Linux 5.7, it moves itself in.
+ */
+static pid_t spawn(char **argv, const char *cgroup, const sigset_t *mask, int *pidfd, int *exec_err)
+{
+	struct clone_args_v2 ca = { 0 };
+	int pipefd[2], cgfd, err = 0;
+	char procs[PATH_MAX];
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	cgfd = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cgfd < 0) {
+		err = -errno;
+		goto out;
+	}
+	*pidfd = -1;
+	ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
+	ca.pidfd = (__u64)(unsigned long)pidfd;
+	ca.exit_signal = SIGCHLD;
+	ca.cgroup = (__u64)cgfd;
+	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
+		pid = fork();
+		if (pid == 0) {
+			if (tp_write_file(procs, "0"))
+				_exit(EXIT_TP_FAILED);
+			child_exec(argv, mask, pipefd[1]);
+		}
+	}
+	if (pid == 0)
+		child_exec(argv, mask, pipefd[1]);
+	if (pid < 0) {
+		err = -errno;
+		goto out;
+	}
+	close(pipefd[1]);
+	pipefd[1] = -1;
+	/* EOF: exec succeeded. An int: exec failed with that errno. */
+	do
+		n = read(pipefd[0], exec_err, sizeof(*exec_err));
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(*exec_err))
+		*exec_err = 0;
+	err = pid;
+out:
+	if (cgfd >= 0)
+		close(cgfd);
+	close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	return err;
+}
+
+struct run_state {
+	const struct run_opts *o;
+	char cgroup[PATH_MAX];
+	pid_t pid;
+	int pidfd;
+	int events_fd;
+	int timer_fd;
+	bool main_done;
+	bool done;
+	int wstatus;
+	__u64 start_ns;
+	__u64 main_end_ns;
+	int leftovers;
+	enum leftover_action action;
+};
+
+static int populated_from_fd(int fd)
+{
+	char buf[256], *p;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	p = strstr(buf, "populated ");
+	return p ? p[10] != '0' : -ENODATA;
+}
+
+/* The main process is gone: decide what happens to what it left behind. */
+static void on_main_exit(struct run_state *st)
+{
+	struct itimerspec its = { 0 };
+	int n = cgroup_count_procs(st->cgroup);
+
+	st->main_done = true;
+	st->main_end_ns = tp_now_ns();
+	st->leftovers = n > 0 ? n : 0;
+	if (st->leftovers == 0)
+		return;
+	if (st->o->keep_leftovers) {
+		st->action = LEFTOVER_KEPT;
+		st->done = true;
+	} else if (st->o->grace_s == 0) {
+		st->action = LEFTOVER_KILLED;
+		cgroup_kill(st->cgroup);
+	} else {
+		st->action = LEFTOVER_EXITED;
+		its.it_value.tv_sec = (time_t)st->o->grace_s;
+		timerfd_settime(st->timer_fd, 0, &its, NULL);
+	}
+}
+
+static void reap(struct run_state *st)
+{
+	int status;
+	pid_t pid;
+
+	/* We are the subreaper: orphans of the task come to us and are reaped here too. */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == st->pid && !st->main_done) {
+			st->wstatus = status;
+			on_main_exit(st);
+		}
+	}
+}
+
+static void on_signal(struct run_state *st, const struct signalfd_siginfo *si)
+{
+	int sig = (int)si->ssi_signo;
+
+	if (sig == SIGCHLD) {
+		reap(st);
+		return;
+	}
+	if (st->main_done) {
+		/* Interrupted during the grace period: do not wait any longer. */
+		if (st->leftovers && !st->o->keep_leftovers) {
+			st->action = LEFTOVER_KILLED;
+			cgroup_kill(st->cgroup);
+		}
+		return;
+	}
+	/* A terminal's signal (SI_KERNEL) reached the task's process group already. */
+	if (si->ssi_code == SI_KERNEL)
+		return;
+	if (st->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, st->pidfd, sig, NULL, 0);
+	else
+		kill(st->pid, sig);
+}
+
+static int event_loop(struct collector *c, struct run_state *st, int sfd)
+{
+	struct epoll_event ev, evs[8];
+	int ep, err = 0;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return -errno;
+	ev.events = EPOLLIN;
+	ev.data.fd = sfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.fd = st->timer_fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, st->timer_fd, &ev);
+	ev.data.fd = collector__epoll_fd(c);
+	epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	ev.events = EPOLLPRI;
+	ev.data.fd = st->events_fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, st->events_fd, &ev);
+
+	/* The child may have exited before we listened for SIGCHLD. */
+	reap(st);
+	while (!st->done) {
+		int n = epoll_wait(ep, evs, ARRAY_SIZE(evs), -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == sfd) {
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) == sizeof(si))
+					on_signal(st, &si);
+			} else if (fd == st->timer_fd) {
+				__u64 ticks;
+
+				if (read(st->timer_fd, &ticks, sizeof(ticks)) > 0 &&
+				    populated_from_fd(st->events_fd) > 0) {
+					st->action = LEFTOVER_KILLED;
+					cgroup_kill(st->cgroup);
+				}
+			} else if (fd == st->events_fd) {
+				populated_from_fd(st->events_fd); /* re-arms EPOLLPRI */
+			} else {
+				collector__poll(c, 0);
+			}
+		}
+		if (st->main_done && !st->done && populated_from_fd(st->events_fd) <= 0)
+			st->done = true;
+	}
+	close(ep);
+	return err;
+}
+
+static void fill_record(struct task_record *t, const struct run_opts *o, const struct run_state *st)
+{
+	snprintf(t->id, sizeof(t->id), "%s", o->id);
+	t->argv = o->argv;
+	t->argc = o->argc;
+	memcpy(t->labels, o->labels, sizeof(o->labels));
+	t->nlabels = o->nlabels;
+	snprintf(t->cgroup, sizeof(t->cgroup), "%s", st->cgroup);
+	if (gethostname(t->host, sizeof(t->host) - 1))
+		strcpy(t->host, "unknown");
+	if (WIFSIGNALED(st->wstatus)) {
+		t->end = TASK_SIGNALED;
+		t->signal = WTERMSIG(st->wstatus);
+	} else {
+		t->end = TASK_EXITED;
+		t->exit_code = WEXITSTATUS(st->wstatus);
+	}
+	t->leftovers = st->leftovers;
+	t->leftover_action = st->action;
+}
+
+static void report_open_error(int err)
+{
+	switch (err) {
+	case EPERM:
+	case EACCES:
+		tp_err("no permission to load BPF programs; run as root, or grant CAP_BPF, "
+		       "CAP_PERFMON and CAP_SYS_ADMIN");
+		break;
+	case ENOENT:
+		tp_err("kernel BTF is missing (/sys/kernel/btf/vmlinux); use a kernel built with "
+		       "CONFIG_DEBUG_INFO_BTF=y");
+		break;
+	default:
+		tp_err("cannot load the BPF collector: %s; 'taskprobe run -v' shows libbpf's log",
+		       strerror(err));
+	}
+}
+
+static void report_cgroup_error(int err, const struct run_opts *o, const char *root)
+{
+	if (err == -EEXIST)
+		tp_err("task id '%s' is in use: %s/taskprobe/%s still has processes; choose "
+		       "another --id",
+		       o->id, root, o->id);
+	else if (err == -ENOTDIR)
+		tp_err("task id '%s' clashes with a file in %s/taskprobe; choose another --id",
+		       o->id, root);
+	else
+		tp_err("cannot create the task's cgroup under %s/taskprobe: %s%s", root,
+		       strerror(-err), err == -EACCES ? "; run as root" : "");
+}
+
+static int run_task(struct run_opts *o)
+{
+	struct run_state st = { .o = o, .pidfd = -1, .events_fd = -1, .timer_fd = -1 };
+	struct task_record rec = { 0 };
+	const struct program_stat *progs;
+	sigset_t mask, oldmask;
+	struct collector *c = NULL;
+	char root[PATH_MAX];
+	int slot = -1, sfd = -1, exec_err = 0, err, ret = EXIT_TP_FAILED;
+	size_t nprogs;
+
+	err = cgroup2_mount(root, sizeof(root));
+	if (err) {
+		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
+		       "/sys/fs/cgroup' (or /sys/fs/cgroup/unified on a hybrid host)");
+		return EXIT_TP_FAILED;
+	}
+	c = collector__open(NULL);
+	if (!c) {
+		report_open_error(errno);
+		return EXIT_TP_FAILED;
+	}
+	err = cgroup_make_task(root, o->id, st.cgroup, sizeof(st.cgroup));
+	if (err) {
+		report_cgroup_error(err, o, root);
+		st.cgroup[0] = '\0'; /* not ours: never remove it */
+		goto out;
+	}
+	slot = collector__track(c, st.cgroup);
+	if (slot < 0) {
+		tp_err("cannot track cgroup %s: %s", st.cgroup, strerror(-slot));
+		goto out;
+	}
+	st.events_fd = cgroup_events_fd(st.cgroup);
+	st.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (st.events_fd < 0 || st.timer_fd < 0 || sfd < 0) {
+		tp_err("cannot set up the event loop: %s", strerror(errno));
+		goto out_mask;
+	}
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	setenv("TASKPROBE_TASK_ID", o->id, 1);
+
+	st.start_ns = tp_now_ns();
+	rec.start_real_ns = tp_realtime_ns();
+	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err);
+	if (st.pid < 0) {
+		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
+		goto out_mask;
+	}
+	if (exec_err) {
+		waitpid(st.pid, NULL, 0);
+		if (exec_err == ENOENT) {
+			tp_err("%s: command not found", o->argv[0]);
+			ret = EXIT_NOT_FOUND;
+		} else {
+			tp_err("%s: cannot execute: %s", o->argv[0], strerror(exec_err));
+			ret = EXIT_NOT_EXECUTABLE;
+		}
+		goto out_mask;
+	}
+
+	err = event_loop(c, &st, sfd);
+	if (err)
+		tp_err("event loop failed: %s; the figures may be incomplete", strerror(-err));
+	rec.wall_ns = tp_now_ns() - st.start_ns;
+	rec.main_wall_ns = st.main_end_ns - st.start_ns;
+
+	collector__sync(c);
+	fill_record(&rec, o, &st);
+	collector__read(c, slot, &rec.fig);
+	progs = collector__programs(c, slot, &nprogs);
+	task_set_programs(&rec, progs, nprogs);
+	rec.lost_total = collector__lost_total(c);
+	rec.have_cpu_stat = !cgroup_read_cpu_stat(st.cgroup, &rec.cpu_stat);
+
+	if (!o->quiet)
+		task_print_summary(stderr, &rec);
+	ret = task_exit_status(&rec);
+	if (o->json_path) {
+		err = task_save_json(o->json_path, &rec);
+		if (err)
+			tp_err("cannot write %s: %s", o->json_path, strerror(-err));
+	}
+	task_record_fini(&rec);
+
+out_mask:
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+out:
+	if (slot >= 0)
+		collector__untrack(c, slot);
+	if (st.cgroup[0] && st.action != LEFTOVER_KEPT)
+		cgroup_remove_task(st.cgroup);
+	if (sfd >= 0)
+		close(sfd);
+	if (st.events_fd >= 0)
+		close(st.events_fd);
+	if (st.timer_fd >= 0)
+		close(st.timer_fd);
+	if (st.pidfd >= 0)
+		close(st.pidfd);
+	collector__free(c);
+	return ret;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+
+	if (run_parse_args(argc, argv, &o))
+		return EXIT_TP_FAILED;
+	if (o.help) {
+		fputs(run_usage, stdout);
+		return 0;
+	}
+	if (!o.id[0])
+		default_id(o.id, sizeof(o.id));
+	return run_task(&o);
+}

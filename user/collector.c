@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The collector core: BPF lifecycle, task slots, ring-buffer drain and figure reads. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "cgroup.h"
+#include "collector.h"
+#include "htab.h"
+#include "taskprobe.skel.h"
+#include "util.h"
+
+#define DEFAULT_RINGBUF_BYTES (4u << 20)
+#define MAX_PROGRAMS 4096
+
+_Static_assert(sizeof(struct tp_cgroup_info) == 8, "ABI: tp_cgroup_info");
+_Static_assert(sizeof(struct tp_event_hdr) == 32, "ABI: tp_event_hdr");
+_Static_assert(sizeof(struct tp_exec_event) == 32 + 8 + TP_COMM_LEN + TP_PATH_LEN,
+	       "ABI: tp_exec_event");
+_Static_assert(sizeof(struct tp_exit_event) == 32 + 16 + TP_COMM_LEN, "ABI: tp_exit_event");
+_Static_assert(sizeof(struct tp_fork_event) == 40, "ABI: tp_fork_event");
+_Static_assert(sizeof(struct tp_cpu_stats) == (3 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
+_Static_assert(sizeof(struct tp_proc_stats) == 8 * 8, "ABI: tp_proc_stats");
+
+/* Which program a live process runs, and how much of its CPU was already attributed. */
+struct proc_info {
+	__u32 prog; /* index + 1 into slot.progs; 0: not known yet */
+	__u32 pad;
+	__u64 base_runtime;
+};
+
+struct slot {
+	bool used;
+	__u32 gen;
+	__u64 cgid;
+	struct program_stat *progs;
+	size_t nprogs;
+	size_t cap;
+	struct htab prog_index; /* hash of path -> index + 1 */
+	struct htab procs;	/* tgid -> struct proc_info */
+};
+
+struct collector {
+	struct taskprobe_bpf *skel;
+	struct ring_buffer *rb;
+	int ncpus;
+	void *percpu_buf; /* ncpus values of the largest per-CPU map */
+	__u32 next_gen;
+	__u64 stale_events;
+	struct slot slots[TP_MAX_TASKS];
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* libbpf's own lines are for -v; our errors say what failed in one line. */
+	if (!tp_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void slot_reset(struct slot *s)
+{
+	free(s->progs);
+	htab__fini(&s->prog_index);
+	htab__fini(&s->procs);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The index + 1 of path's entry, added when new; the overflow entry past MAX_PROGRAMS. */
+static __u32 program_ref(struct slot *s, const char *path)
+{
+	__u64 key = tp_hash_str(path);
+	__u32 *ref;
+
+	for (;; key++) {
+		ref = htab__get(&s->prog_index, key);
+		if (!ref)
+			break;
+		if (!strcmp(s->progs[*ref - 1].path, path))
+			return *ref;
+	}
+	if (s->nprogs >= MAX_PROGRAMS)
+		return strcmp(path, "(other)") ? program_ref(s, "(other)") : 0;
+	if (s->nprogs == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct program_stat *p = realloc(s->progs, cap * sizeof(*p));
+
+		if (!p)
+			return 0;
+		s->progs = p;
+		s->cap = cap;
+	}
+	ref = htab__put(&s->prog_index, key);
+	if (!ref)
+		return 0;
+	memset(&s->progs[s->nprogs], 0, sizeof(s->progs[0]));
+	snprintf(s->progs[s->nprogs].path, TP_PATH_LEN, "%s", path);
+	*ref = (__u32)++s->nprogs;
+	return *ref;
+}
+
+static void add_cpu(struct slot *s, __u32 prog, const char *comm, __u64 ns)
+{
+	char name[TP_COMM_LEN + 2];
+
+	if (!ns)
+		return;
+	if (!prog) {
+		/* A process that never exec'd inside the task: name it by its comm. */
+		snprintf(name, sizeof(name), "[%s]", comm);
+		prog = program_ref(s, name);
+		if (!prog)
+			return;
+	}
+	s->progs[prog - 1].cpu_ns += ns;
+}
+
+static void on_fork(struct slot *s, const struct tp_fork_event *e)
+{
+	struct proc_info *parent = htab__get(&s->procs, e->parent_tgid);
+	__u32 prog = parent ? parent->prog : 0;
+	struct proc_info *child = htab__put(&s->procs, e->hdr.tgid);
+
+	if (child) {
+		child->prog = prog;
+		child->base_runtime = 0;
+	}
+}
+
+static void on_exec(struct slot *s, const struct tp_exec_event *e)
+{
+	struct proc_info *pi = htab__put(&s->procs, e->hdr.tgid);
+	char path[TP_PATH_LEN];
+	__u32 prog;
+
+	if (!pi)
+		return;
+	if (e->runtime_ns > pi->base_runtime)
+		add_cpu(s, pi->prog, e->comm, e->runtime_ns - pi->base_runtime);
+	memcpy(path, e->filename, sizeof(path));
+	path[sizeof(path) - 1] = '\0';
+	prog = program_ref(s, path[0] ? path : "(unknown)");
+	if (prog)
+		s->progs[prog - 1].execs++;
+	pi->prog = prog;
+	pi->base_runtime = e->runtime_ns;
+}
+
+static void on_exit_(struct slot *s, const struct tp_exit_event *e)
+{
+	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
+	__u64 base = 0;
+	char comm[TP_COMM_LEN + 1];
+
+	if (pi && e->hdr.pid == e->hdr.tgid)
+		base = pi->base_runtime;
+	memcpy(comm, e->comm, TP_COMM_LEN);
+	comm[TP_COMM_LEN] = '\0';
+	if (e->runtime_ns > base)
+		add_cpu(s, pi ? pi->prog : 0, comm, e->runtime_ns - base);
+	if (pi && e->hdr.pid == e->hdr.tgid)
+		pi->base_runtime = e->runtime_ns;
+	if (e->flags & TP_EXIT_GROUP_DEAD)
+		htab__del(&s->procs, e->hdr.tgid);
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct collector *c = ctx;
+	const struct tp_event_hdr *hdr = data;
+	struct slot *s;
+
+	if (size < sizeof(*hdr) || hdr->slot >= TP_MAX_TASKS)
+		return 0;
+	s = &c->slots[hdr->slot];
+	/* An event of a slot's previous task, still queued when the slot was reused. */
+	if (!s->used || s->gen != hdr->gen) {
+		c->stale_events++;
+		return 0;
+	}
+	switch (hdr->type) {
+	case TP_EV_FORK:
+		if (size >= sizeof(struct tp_fork_event))
+			on_fork(s, data);
+		break;
+	case TP_EV_EXEC:
+		if (size >= sizeof(struct tp_exec_event))
+			on_exec(s, data);
+		break;
+	case TP_EV_EXIT:
+		if (size >= sizeof(struct tp_exit_event))
+			on_exit_(s, data);
+		break;
+	}
+	return 0;
+}
+
+struct collector *collector__open(const struct collector_opts *opts)
+{
+	__u32 rb_bytes = opts && opts->ringbuf_bytes ? opts->ringbuf_bytes : DEFAULT_RINGBUF_BYTES;
+	struct collector *c;
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0) {
+		err = c->ncpus ? c->ncpus : -EINVAL;
+		goto cleanup;
+	}
+	c->percpu_buf = calloc((size_t)c->ncpus, sizeof(struct tp_cpu_stats));
+	if (!c->percpu_buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+
+	c->skel = taskprobe_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = bpf_map__set_max_entries(c->skel->maps.events, rb_bytes);
+	if (err)
+		goto cleanup;
+	err = taskprobe_bpf__load(c->skel);
+	if (err)
+		goto cleanup;
+	err = taskprobe_bpf__attach(c->skel);
+	if (err)
+		goto cleanup;
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		goto cleanup;
+	}
+	return c;
+
+cleanup:
+	collector__free(c);
+	errno = err < 0 ? -err : EINVAL;
+	return NULL;
+}
+
+void collector__free(struct collector *c)
+{
+	if (!c)
+		return;
+	ring_buffer__free(c->rb);
+	taskprobe_bpf__destroy(c->skel);
+	for (int i = 0; i < TP_MAX_TASKS; i++)
+		slot_reset(&c->slots[i]);
+	free(c->percpu_buf);
+	free(c);
+}
+
+static int zero_slot_maps(struct collector *c, __u32 slot)
+{
+	struct tp_proc_stats ps = { 0 };
+	int err;
+
+	memset(c->percpu_buf, 0, (size_t)c->ncpus * sizeof(struct tp_cpu_stats));
+	err = bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_stats), &slot, c->percpu_buf, 0);
+	if (err)
+		return -errno;
+	err = bpf_map_update_elem(bpf_map__fd(c->skel->maps.proc_stats), &slot, &ps, 0);
+	return err ? -errno : 0;
+}
+
+/* Adds path and every cgroup below it; descendants made later come from cgroup_mkdir. */
+static int add_cgroup_tree(struct collector *c, const char *path, const struct tp_cgroup_info *ci,
+			   int depth)
+{
+	int fd = bpf_map__fd(c->skel->maps.cgroups);
+	char child[PATH_MAX];
+	struct dirent *de;
+	__u64 id;
+	DIR *d;
+	int err;
+
+	if (depth > 64)
+		return -ELOOP;
+	err = cgroup_id(path, &id);
+	if (err)
+		return err;
+	if (bpf_map_update_elem(fd, &id, ci, BPF_ANY))
+		return -errno;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
+		err = add_cgroup_tree(c, child, ci, depth + 1);
+		if (err)
+			break;
+	}
+	closedir(d);
+	return err;
+}
+
+int collector__track(struct collector *c, const char *path)
+{
+	struct tp_cgroup_info ci;
+	struct tp_proc_stats ps = { 0 };
+	struct slot *s = NULL;
+	int slot, err, procs;
+
+	for (slot = 0; slot < TP_MAX_TASKS; slot++)
+		if (!c->slots[slot].used) {
+			s = &c->slots[slot];
+			break;
+		}
+	if (!s)
+		return -ENOSPC;
+	memset(s, 0, sizeof(*s));
+	err = htab__init(&s->prog_index, sizeof(__u32));
+	if (!err)
+		err = htab__init(&s->procs, sizeof(struct proc_info));
+	if (!err)
+		err = cgroup_id(path, &s->cgid);
+	if (!err)
+		err = zero_slot_maps(c, (__u32)slot);
+	if (err)
+		goto fail;
+	/* Processes already there are alive; ones forked later are counted by BPF. */
+	procs = cgroup_count_procs(path);
+	if (procs > 0) {
+		ps.alive = ps.max_alive = procs;
+		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.proc_stats), &slot, &ps, 0)) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	s->used = true;
+	s->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* 0 means free */
+	ci.slot = (__u32)slot;
+	ci.gen = s->gen;
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &s->gen, 0)) {
+		err = -errno;
+		collector__untrack(c, slot);
+		return err;
+	}
+	err = add_cgroup_tree(c, path, &ci, 0);
+	if (err) {
+		collector__untrack(c, slot);
+		return err;
+	}
+	return slot;
+
+fail:
+	slot_reset(s);
+	return err;
+}
+
+int collector__untrack(struct collector *c, int slot)
+{
+	int fd = bpf_map__fd(c->skel->maps.cgroups);
+	struct tp_cgroup_info ci;
+	__u32 free_gen = 0;
+	__u64 key, next;
+	int err;
+
+	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+		return -EINVAL;
+	/* Threads still holding this slot (kept leftovers) stop counting at once. */
+	bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &free_gen, 0);
+	/* Collect first: deleting while walking would restart the walk. */
+	for (;;) {
+		bool found = false;
+
+		err = bpf_map_get_next_key(fd, NULL, &next);
+		while (!err) {
+			key = next;
+			if (!bpf_map_lookup_elem(fd, &key, &ci) && ci.slot == (__u32)slot) {
+				bpf_map_delete_elem(fd, &key);
+				found = true;
+				break;
+			}
+			err = bpf_map_get_next_key(fd, &key, &next);
+		}
+		if (!found)
+			break;
+	}
+	slot_reset(&c->slots[slot]);
+	return 0;
+}
+
+int collector__epoll_fd(const struct collector *c)
+{
+	return ring_buffer__epoll_fd(c->rb);
+}
+
+int collector__poll(struct collector *c, int timeout_ms)
+{
+	int n = ring_buffer__poll(c->rb, timeout_ms);
+
+	if (n == -EINTR)
+		return 0;
+	return n < 0 ? n : 0;
+}
+
+int collector__sync(struct collector *c)
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
+	cpu_set_t old, one;
+
+	if (!sched_getaffinity(0, sizeof(old), &old)) {
+		/* Every CPU, not just ours: the dying thread may run anywhere. */
+		for (int cpu = 0; cpu < CPU_SETSIZE && cpu < ncpu; cpu++) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			/* Returns once we run there, so that CPU has switched since. */
+			if (!sched_setaffinity(0, sizeof(one), &one))
+				sched_yield();
+		}
+		sched_setaffinity(0, sizeof(old), &old);
+	}
+	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
+}
+
+int collector__read(struct collector *c, int slot, struct task_figures *out)
+{
+	const struct tp_cpu_stats *cs = c->percpu_buf;
+	struct tp_proc_stats ps;
+	__u32 key = (__u32)slot;
+
+	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_stats), &key, c->percpu_buf))
+		return -errno;
+	for (int cpu = 0; cpu < c->ncpus; cpu++) {
+		out->cpu_ns += cs[cpu].cpu_ns;
+		out->runq.count += cs[cpu].runq_count;
+		out->runq.sum += cs[cpu].runq_sum_ns;
+		for (int i = 0; i < TP_HIST_SLOTS; i++)
+			out->runq.slots[i] += cs[cpu].runq_hist[i];
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.proc_stats), &key, &ps))
+		return -errno;
+	out->forks = ps.forks;
+	out->execs = ps.execs;
+	out->exits = ps.exits;
+	out->failed_exits = ps.failed_exits;
+	out->threads = ps.threads;
+	out->alive = ps.alive;
+	out->max_alive = ps.max_alive;
+	out->lost_events = ps.lost_events;
+	return 0;
+}
+
+const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n)
+{
+	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used) {
+		*n = 0;
+		return NULL;
+	}
+	*n = c->slots[slot].nprogs;
+	return c->slots[slot].progs;
+}
+
+__u64 collector__lost_total(struct collector *c)
+{
+	struct tp_global_stats *gs = c->percpu_buf;
+	__u32 zero = 0;
+	__u64 total = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.global_stats), &zero, gs))
+		return 0;
+	for (int cpu = 0; cpu < c->ncpus; cpu++)
+		total += gs[cpu].lost_events;
+	return total;
+}

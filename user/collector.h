@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The collector core: loads and attaches the BPF programs once, tracks task cgroups
+ * in slots, drains the ring buffer into per-task aggregates and reads the figures.
+ * It has no CLI in it: `taskprobe run` embeds it, the daemon reuses it unchanged.
+ */
+#ifndef TP_COLLECTOR_H
+#define TP_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "hist.h"
+#include "taskprobe.h"
+
+struct collector;
+
+struct collector_opts {
+	/* Ring buffer size in bytes, a power of two >= the page size; 0 for the default. */
+	__u32 ringbuf_bytes;
+};
+
+struct program_stat {
+	char path[TP_PATH_LEN];
+	__u64 execs;
+	/* CPU of the program's exited threads; what ran before an exec is the old program's. */
+	__u64 cpu_ns;
+};
+
+/* One task's figures, read from the maps (BPF) and the drained events (programs). */
+struct task_figures {
+	__u64 cpu_ns;
+	__u64 forks;
+	__u64 execs;
+	__u64 exits;
+	__u64 failed_exits;
+	__u64 threads;
+	__s64 alive;
+	__s64 max_alive;
+	__u64 lost_events;
+	struct tp_hist runq;
+};
+
+/* Loads and attaches; NULL with errno set (EPERM: no BPF permission, ENOENT: no BTF). */
+struct collector *collector__open(const struct collector_opts *opts);
+void collector__free(struct collector *c);
+
+/* Starts counting the cgroup subtree at path as a new task; returns its slot or -errno. */
+int collector__track(struct collector *c, const char *path);
+/* Stops counting a slot and forgets its aggregates. */
+int collector__untrack(struct collector *c, int slot);
+
+/* An fd that is readable when events wait (for epoll). */
+int collector__epoll_fd(const struct collector *c);
+/* Drains waiting events into the aggregates; waits up to timeout_ms for the first. */
+int collector__poll(struct collector *c, int timeout_ms);
+/*
+ * Makes every figure of threads that already exited final: each CPU is made to
+ * switch once (a dying thread's last slice is counted at its last switch), then the
+ * ring buffer is drained.
+ */
+int collector__sync(struct collector *c);
+
+int collector__read(struct collector *c, int slot, struct task_figures *out);
+/* The task's program table, in no particular order; valid until the next poll or untrack. */
+const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n);
+/* Events no task could take (full ring buffer), over the collector's life. */
+__u64 collector__lost_total(struct collector *c);
+
+#endif /* TP_COLLECTOR_H */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Subcommands of the taskprobe binary, one file each (cmd_*.c), and their parsed options. */
+#ifndef TP_COMMANDS_H
+#define TP_COMMANDS_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+#include "task.h"
+
+#define RUN_GRACE_DEFAULT 5
+#define RUN_GRACE_MAX 86400
+
+struct run_opts {
+	char id[TP_ID_MAX + 1];
+	struct label labels[TP_LABELS_MAX];
+	int nlabels;
+	const char *json_path;
+	__u64 grace_s;
+	bool keep_leftovers;
+	bool quiet;
+	bool help;
+	char **argv; /* CMD [ARG...] */
+	int argc;
+};
+
+/* Exit statuses of `run` that are not the command's own (SPEC section 3). */
+#define EXIT_TP_FAILED 125
+#define EXIT_NOT_EXECUTABLE 126
+#define EXIT_NOT_FOUND 127
+
+/* Parses `run` arguments (argv[0] is "run"); prints one error line and returns -EINVAL. */
+int run_parse_args(int argc, char **argv, struct run_opts *o);
+int cmd_run(int argc, char **argv);
+extern const char run_usage[];
+
+#endif /* TP_COMMANDS_H */

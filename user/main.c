@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The taskprobe binary: global options and the subcommand table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "util.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "run a command as a task and print what it used" },
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: taskprobe [--version] [--help] COMMAND [ARGS]\n"
+	      "Per-task CPU, process and scheduling figures for CI tasks, from BPF.\n"
+	      "\n"
+	      "Commands:\n",
+	      f);
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n'taskprobe COMMAND --help' describes each command.\n", f);
+}
+
+/* An exact name, or an unambiguous prefix of one (bpftool-style). */
+static const struct command *find_command(const char *name)
+{
+	const struct command *found = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+		if (!strncmp(commands[i].name, name, strlen(name))) {
+			if (found)
+				return NULL;
+			found = &commands[i];
+		}
+	}
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("taskprobe %s\n", TP_VERSION);
+		return 0;
+	}
+	cmd = find_command(argv[1]);
+	if (!cmd) {
+		tp_err("unknown command '%.64s'; see 'taskprobe --help'", argv[1]);
+		return 2;
+	}
+	return cmd->fn(argc - 1, argv + 1);
+}

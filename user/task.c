@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A finished task's record: its identity, its figures, and how it is printed and saved. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "task.h"
+
+#define SUMMARY_WIDTH 80
+#define TOP_PROGRAMS 5
+
+static const char *const leftover_names[] = {
+	[LEFTOVER_NONE] = "none",
+	[LEFTOVER_EXITED] = "exited",
+	[LEFTOVER_KILLED] = "killed",
+	[LEFTOVER_KEPT] = "kept",
+};
+
+int task_exit_status(const struct task_record *t)
+{
+	return t->end == TASK_SIGNALED ? 128 + t->signal : t->exit_code;
+}
+
+static int by_cpu_desc(const void *a, const void *b)
+{
+	const struct program_stat *x = a, *y = b;
+
+	if (x->cpu_ns != y->cpu_ns)
+		return x->cpu_ns < y->cpu_ns ? 1 : -1;
+	if (x->execs != y->execs)
+		return x->execs < y->execs ? 1 : -1;
+	return strcmp(x->path, y->path);
+}
+
+int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n)
+{
+	free(t->progs);
+	t->progs = NULL;
+	t->nprogs = 0;
+	if (!n)
+		return 0;
+	t->progs = malloc(n * sizeof(*p));
+	if (!t->progs)
+		return -ENOMEM;
+	memcpy(t->progs, p, n * sizeof(*p));
+	t->nprogs = n;
+	qsort(t->progs, n, sizeof(*p), by_cpu_desc);
+	return 0;
+}
+
+void task_record_fini(struct task_record *t)
+{
+	free(t->progs);
+	t->progs = NULL;
+	t->nprogs = 0;
+}
+
+static double avg_cores(const struct task_record *t)
+{
+	return t->wall_ns ? (double)t->fig.cpu_ns / (double)t->wall_ns : 0.0;
+}
+
+/* argv joined by spaces, cut with "..." to fit width. */
+static void format_command(char *buf, size_t width, char *const *argv, int argc)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < argc && len < width; i++)
+		len += (size_t)snprintf(buf + len, width + 1 - len, "%s%s", i ? " " : "", argv[i]);
+	if (len >= width && width > 3)
+		strcpy(buf + width - 3, "...");
+	/* Control characters would break the one-line layout. */
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			*p = '?';
+}
+
+/* Keeps the tail of a long path: the program name matters most. */
+static const char *tail_fit(char *buf, size_t width, const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n <= width)
+		return path;
+	snprintf(buf, width + 1, "...%s", path + n - (width - 3));
+	return buf;
+}
+
+static void print_end(FILE *f, const struct task_record *t)
+{
+	char wall[32];
+
+	tp_fmt_dur(wall, sizeof(wall), t->wall_ns);
+	if (t->end == TASK_SIGNALED)
+		fprintf(f, "taskprobe: task %s killed by signal %d (%s) after %s\n", t->id,
+			t->signal, strsignal(t->signal), wall);
+	else
+		fprintf(f, "taskprobe: task %s exited %d after %s\n", t->id, t->exit_code, wall);
+}
+
+static void print_leftovers(FILE *f, const struct task_record *t)
+{
+	const char *what;
+
+	switch (t->leftover_action) {
+	case LEFTOVER_EXITED:
+		what = "exited by themselves";
+		break;
+	case LEFTOVER_KILLED:
+		what = "killed after the grace period";
+		break;
+	case LEFTOVER_KEPT:
+		what = "left running, not counted further";
+		break;
+	default:
+		fprintf(f, "  leftovers  none\n");
+		return;
+	}
+	fprintf(f, "  leftovers  %d process%s %s\n", t->leftovers, t->leftovers == 1 ? "" : "es",
+		what);
+}
+
+static void print_programs(FILE *f, const struct task_record *t)
+{
+	char cpu[32], path[64];
+
+	if (!t->nprogs)
+		return;
+	fprintf(f, "  programs   %9s %7s  %s\n", "CPU", "EXECS", "PATH");
+	for (size_t i = 0; i < t->nprogs && i < TOP_PROGRAMS; i++) {
+		const struct program_stat *p = &t->progs[i];
+
+		fprintf(f, "             %9s %7llu  %s\n", tp_fmt_dur(cpu, sizeof(cpu), p->cpu_ns),
+			(unsigned long long)p->execs, tail_fit(path, 50, p->path));
+	}
+	if (t->nprogs > TOP_PROGRAMS)
+		fprintf(f, "             (%zu more in the JSON record)\n",
+			t->nprogs - TOP_PROGRAMS);
+}
+
+void task_print_summary(FILE *f, const struct task_record *t)
+{
+	char cmd[SUMMARY_WIDTH], a[32], b[32], c[32];
+	const struct task_figures *g = &t->fig;
+
+	print_end(f, t);
+	format_command(cmd, SUMMARY_WIDTH - 14, t->argv, t->argc);
+	fprintf(f, "  command    %s\n", cmd);
+	fprintf(f, "  cpu        %s on CPU, %.2f cores on average\n",
+		tp_fmt_dur(a, sizeof(a), g->cpu_ns), avg_cores(t));
+	if (t->have_cpu_stat)
+		fprintf(f, "             user %s, system %s (cgroup cpu.stat)\n",
+			tp_fmt_dur(b, sizeof(b), t->cpu_stat.user_us * 1000),
+			tp_fmt_dur(c, sizeof(c), t->cpu_stat.system_us * 1000));
+	fprintf(f, "  processes  %llu started, %llu execs, %llu failed, at most %lld alive\n",
+		(unsigned long long)g->forks, (unsigned long long)g->execs,
+		(unsigned long long)g->failed_exits, (long long)g->max_alive);
+	print_leftovers(f, t);
+	print_programs(f, t);
+	fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n", (unsigned long long)g->runq.count,
+		tp_fmt_dur(a, sizeof(a), hist_quantile(&g->runq, 0.50)),
+		tp_fmt_dur(b, sizeof(b), hist_quantile(&g->runq, 0.99)));
+	if (g->runq.count)
+		hist_print(f, &g->runq, 1, "nsecs");
+	if (g->lost_events || t->lost_total)
+		fprintf(f,
+			"  WARNING    %llu events lost (ring buffer full); program figures are "
+			"incomplete\n",
+			(unsigned long long)(g->lost_events ? g->lost_events : t->lost_total));
+	else
+		fprintf(f, "  lost       0 events\n");
+}
+
+static void write_hist(struct jw *w, const char *name, const struct tp_hist *h, const char *unit)
+{
+	jw_key(w, name);
+	jw_obj_begin(w);
+	jw_kstr(w, "unit", unit);
+	jw_ku64(w, "count", h->count);
+	jw_ku64(w, "sum", h->sum);
+	jw_ku64(w, "p50", hist_quantile(h, 0.50));
+	jw_ku64(w, "p99", hist_quantile(h, 0.99));
+	jw_key(w, "buckets");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < TP_HIST_SLOTS; i++) {
+		if (!h->slots[i])
+			continue;
+		jw_obj_begin(w);
+		jw_ku64(w, "low", hist_slot_low(i));
+		jw_ku64(w, "high", hist_slot_high(i));
+		jw_ku64(w, "count", h->slots[i]);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+static void write_metrics(struct jw *w, const struct task_record *t)
+{
+	const struct task_figures *g = &t->fig;
+
+	jw_key(w, "metrics");
+	jw_obj_begin(w);
+	jw_ku64(w, "cpu.time_ns", g->cpu_ns);
+	if (t->have_cpu_stat) {
+		jw_ku64(w, "cpu.user_ns", t->cpu_stat.user_us * 1000);
+		jw_ku64(w, "cpu.system_ns", t->cpu_stat.system_us * 1000);
+	}
+	jw_kdouble(w, "cpu.avg_cores", avg_cores(t));
+	jw_ku64(w, "proc.forks", g->forks);
+	jw_ku64(w, "proc.execs", g->execs);
+	jw_ku64(w, "proc.exits", g->exits);
+	jw_ku64(w, "proc.failed_exits", g->failed_exits);
+	jw_ku64(w, "proc.max_alive", g->max_alive > 0 ? (__u64)g->max_alive : 0);
+	jw_ku64(w, "proc.threads", g->threads);
+	jw_ku64(w, "lost_events", g->lost_events);
+	jw_obj_end(w);
+
+	jw_key(w, "sources");
+	jw_obj_begin(w);
+	jw_kstr(w, "cpu.time_ns", "bpf:sched_switch");
+	if (t->have_cpu_stat) {
+		jw_kstr(w, "cpu.user_ns", "cgroup:cpu.stat");
+		jw_kstr(w, "cpu.system_ns", "cgroup:cpu.stat");
+	}
+	jw_kstr(w, "proc", "bpf:sched_process_fork,exec,exit");
+	jw_kstr(w, "cpu.runq_latency", "bpf:sched_wakeup,sched_switch");
+	jw_obj_end(w);
+}
+
+void task_write_json(struct jw *w, const struct task_record *t)
+{
+	char when[40];
+
+	jw_obj_begin(w);
+	jw_ku64(w, "schema", TASK_RECORD_SCHEMA);
+	jw_kstr(w, "id", t->id);
+	jw_key(w, "command");
+	jw_arr_begin(w);
+	for (int i = 0; i < t->argc; i++)
+		jw_str(w, t->argv[i]);
+	jw_arr_end(w);
+	jw_key(w, "labels");
+	jw_obj_begin(w);
+	for (int i = 0; i < t->nlabels; i++)
+		jw_kstr(w, t->labels[i].key, t->labels[i].val);
+	jw_obj_end(w);
+	jw_kstr(w, "host", t->host);
+	jw_kstr(w, "cgroup", t->cgroup);
+	jw_kstr(w, "start", tp_fmt_time(when, sizeof(when), t->start_real_ns));
+	jw_ku64(w, "start_ns", t->start_real_ns);
+	jw_ku64(w, "wall_ns", t->wall_ns);
+	jw_ku64(w, "main_wall_ns", t->main_wall_ns);
+	jw_kstr(w, "status", t->end == TASK_SIGNALED ? "signaled" : "exited");
+	jw_key(w, "exit_code");
+	if (t->end == TASK_EXITED)
+		jw_i64(w, t->exit_code);
+	else
+		jw_null(w);
+	jw_key(w, "signal");
+	if (t->end == TASK_SIGNALED)
+		jw_i64(w, t->signal);
+	else
+		jw_null(w);
+	jw_ku64(w, "exit_status", (__u64)task_exit_status(t));
+
+	write_metrics(w, t);
+	if (t->have_cpu_stat) {
+		jw_key(w, "cgroup_cpu_stat");
+		jw_obj_begin(w);
+		jw_ku64(w, "usage_usec", t->cpu_stat.usage_us);
+		jw_ku64(w, "user_usec", t->cpu_stat.user_us);
+		jw_ku64(w, "system_usec", t->cpu_stat.system_us);
+		jw_obj_end(w);
+	}
+	jw_key(w, "leftovers");
+	jw_obj_begin(w);
+	jw_ku64(w, "count", (__u64)t->leftovers);
+	jw_kstr(w, "action", leftover_names[t->leftover_action]);
+	jw_obj_end(w);
+
+	jw_key(w, "programs");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < t->nprogs; i++) {
+		jw_obj_begin(w);
+		jw_kstr(w, "path", t->progs[i].path);
+		jw_ku64(w, "execs", t->progs[i].execs);
+		jw_ku64(w, "cpu_ns", t->progs[i].cpu_ns);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+
+	jw_key(w, "histograms");
+	jw_obj_begin(w);
+	write_hist(w, "cpu.runq_latency", &t->fig.runq, "ns");
+	jw_obj_end(w);
+
+	jw_key(w, "collector");
+	jw_obj_begin(w);
+	jw_kstr(w, "version", TP_VERSION);
+	jw_ku64(w, "abi", TP_ABI_VERSION);
+	jw_ku64(w, "lost_events_total", t->lost_total);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
+int task_save_json(const char *path, const struct task_record *t)
+{
+	char tmp[PATH_MAX];
+	struct jw w;
+	FILE *f;
+	int err = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	jw_init(&w, f, true);
+	task_write_json(&w, t);
+	if (fflush(f) || ferror(f))
+		err = errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A finished task's record: its identity, its figures, and how it is printed and saved. */
+#ifndef TP_TASK_H
+#define TP_TASK_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "cgroup.h"
+#include "collector.h"
+#include "json.h"
+#include "util.h"
+
+#define TASK_RECORD_SCHEMA 1
+
+enum task_end { TASK_EXITED, TASK_SIGNALED };
+
+enum leftover_action {
+	LEFTOVER_NONE,	 /* nothing outlived the main process */
+	LEFTOVER_EXITED, /* leftovers ended by themselves within the grace period */
+	LEFTOVER_KILLED, /* killed through cgroup.kill */
+	LEFTOVER_KEPT,	 /* --keep-leftovers: left running, no longer counted */
+};
+
+struct label {
+	char *key;
+	char *val;
+};
+
+struct task_record {
+	char id[TP_ID_MAX + 1];
+	char *const *argv;
+	int argc;
+	struct label labels[TP_LABELS_MAX];
+	int nlabels;
+	char cgroup[PATH_MAX];
+	char host[256];
+	__u64 start_real_ns;
+	__u64 wall_ns;	    /* start to the last process gone (or given up on) */
+	__u64 main_wall_ns; /* start to the main process's exit */
+	enum task_end end;
+	int exit_code; /* TASK_EXITED */
+	int signal;    /* TASK_SIGNALED */
+	struct task_figures fig;
+	bool have_cpu_stat;
+	struct cg_cpu_stat cpu_stat;
+	struct program_stat *progs; /* sorted by CPU, most first */
+	size_t nprogs;
+	int leftovers;
+	enum leftover_action leftover_action;
+	__u64 lost_total;
+};
+
+/* The shell-style status: the code, or 128 + signal. */
+int task_exit_status(const struct task_record *t);
+/* Copies and sorts the program table into t (owned by t; free with task_record_fini). */
+int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n);
+void task_record_fini(struct task_record *t);
+
+/* The human summary, at most 80 columns wide. */
+void task_print_summary(FILE *f, const struct task_record *t);
+void task_write_json(struct jw *w, const struct task_record *t);
+/* Writes the JSON record to path atomically (a temporary file renamed into place). */
+int task_save_json(const char *path, const struct task_record *t);
+
+#endif /* TP_TASK_H */

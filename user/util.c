@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Small helpers shared by every module: messages, validation, time and number formatting. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int tp_verbose;
+
+void tp_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("taskprobe: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void tp_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!tp_verbose)
+		return;
+	fputs("taskprobe: debug: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static bool id_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == ':' || c == '@' || c == '-';
+}
+
+/* SPEC section 9: [A-Za-z0-9._:@-]{1,128}; "." and ".." would name another cgroup. */
+bool tp_valid_id(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n > TP_ID_MAX || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!id_char(id[i]))
+			return false;
+	return true;
+}
+
+int tp_parse_label(char *kv, char **key, char **val, const char **why)
+{
+	char *eq = strchr(kv, '=');
+	size_t klen;
+
+	if (!eq) {
+		*why = "expected K=V";
+		return -EINVAL;
+	}
+	klen = (size_t)(eq - kv);
+	if (klen == 0 || klen > TP_LABEL_KEY_MAX) {
+		*why = "the key must be 1 to 64 characters";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < klen; i++) {
+		char c = kv[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-')) {
+			*why = "the key may hold only A-Z a-z 0-9 _ . -";
+			return -EINVAL;
+		}
+	}
+	if (strlen(eq + 1) > TP_LABEL_VAL_MAX) {
+		*why = "the value is longer than 256 bytes";
+		return -EINVAL;
+	}
+	for (const char *p = eq + 1; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*why = "the value holds a control character";
+			return -EINVAL;
+		}
+	}
+	*eq = '\0';
+	*key = kv;
+	*val = eq + 1;
+	return 0;
+}
+
+int tp_parse_u64(const char *s, __u64 max, __u64 *out)
+{
+	__u64 v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (v > (max - (__u64)(*s - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (__u64)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+static __u64 clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+__u64 tp_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+__u64 tp_realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+char *tp_fmt_dur(char *buf, size_t len, __u64 ns)
+{
+	if (ns >= 100000000000ULL)
+		snprintf(buf, len, "%.0f s", ns / 1e9);
+	else if (ns >= 1000000000ULL)
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	else if (ns >= 1000000ULL)
+		snprintf(buf, len, "%.0f ms", ns / 1e6);
+	else if (ns >= 1000ULL)
+		snprintf(buf, len, "%.0f us", ns / 1e3);
+	else
+		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+	return buf;
+}
+
+char *tp_fmt_time(char *buf, size_t len, __u64 realtime_ns)
+{
+	time_t secs = (time_t)(realtime_ns / 1000000000ULL);
+	struct tm tm;
+	char tmp[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(tmp, sizeof(tmp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03lluZ", tmp,
+		 (unsigned long long)(realtime_ns % 1000000000ULL / 1000000ULL));
+	return buf;
+}
+
+ssize_t tp_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n, total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < len - 1) {
+		n = read(fd, buf + total, len - 1 - (size_t)total);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	buf[total] = '\0';
+	close(fd);
+	return total;
+}
+
+int tp_write_file(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, len);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	return (size_t)n == len ? 0 : -EIO;
+}

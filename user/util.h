@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Small helpers shared by every module: messages, validation, time and number formatting. */
+#ifndef TP_UTIL_H
+#define TP_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#define TP_ID_MAX 128
+#define TP_LABELS_MAX 64
+#define TP_LABEL_KEY_MAX 64
+#define TP_LABEL_VAL_MAX 256
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+extern int tp_verbose;
+
+/* Every user-facing error: one line, prefixed "taskprobe: ". */
+void tp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tp_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+bool tp_valid_id(const char *id);
+/* Splits "K=V" in place into key and value; -EINVAL with a reason when malformed. */
+int tp_parse_label(char *kv, char **key, char **val, const char **why);
+/* Parses a whole non-negative decimal number no larger than max. */
+int tp_parse_u64(const char *s, __u64 max, __u64 *out);
+
+__u64 tp_now_ns(void);	    /* CLOCK_MONOTONIC */
+__u64 tp_realtime_ns(void); /* CLOCK_REALTIME */
+/* "1.52 s", "340 ms", "12 us": a duration in a few characters. */
+char *tp_fmt_dur(char *buf, size_t len, __u64 ns);
+/* ISO 8601 UTC with milliseconds. */
+char *tp_fmt_time(char *buf, size_t len, __u64 realtime_ns);
+
+/* Reads a small file whole into buf (NUL-terminated); returns bytes or -errno. */
+ssize_t tp_read_file(const char *path, char *buf, size_t len);
+int tp_write_file(const char *path, const char *s);
+
+#endif /* TP_UTIL_H */
