@@ -61,19 +61,29 @@ SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(tp_cgroup_attach_task, struct cgroup *dst, const char *path, struct task_struct *task,
 	     bool threadgroup)
 {
+	bool leader = task->pid == task->tgid;
 	struct tp_cgroup_info *ci;
 	struct tp_thread *th;
 
 	if (!on_dfl(dst))
 		return 0;
+	th = tp_thread_get(task);
 	ci = tp_cgroup_lookup(dst->kn->id);
 	if (ci) {
+		/* Moves inside one task (into a nested cgroup) change nothing. */
+		if (th && th->slot == ci->slot && th->gen == ci->gen)
+			return 0;
+		if (th && leader)
+			tp_alive_add(th->slot, -1);
+		if (leader)
+			tp_alive_add(ci->slot, 1);
 		tp_thread_adopt(task, ci);
 		return 0;
 	}
-	th = tp_thread_get(task);
 	if (th) {
 		tp_charge_cpu(task, th);
+		if (leader)
+			tp_alive_add(th->slot, -1);
 		bpf_task_storage_delete(&threads, task);
 	}
 	return 0;

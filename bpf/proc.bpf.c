@@ -6,20 +6,6 @@
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 
-static __always_inline void raise_max(__s64 *max, __s64 n)
-{
-	__s64 cur = *max;
-
-	/* Bounded retry: losing every race to a higher value is harmless. */
-	for (int i = 0; i < 8 && n > cur; i++) {
-		__s64 old = __sync_val_compare_and_swap(max, cur, n);
-
-		if (old == cur)
-			break;
-		cur = old;
-	}
-}
-
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -43,7 +29,7 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 		return 0;
 	}
 	__sync_fetch_and_add(&ps->forks, 1);
-	raise_max(&ps->max_alive, __sync_fetch_and_add(&ps->alive, 1) + 1);
+	tp_alive_add(slot, 1);
 
 	e = tp_event_reserve(sizeof(*e), TP_EV_FORK, ci, child);
 	if (!e)
@@ -105,7 +91,7 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 		ps = bpf_map_lookup_elem(&proc_stats, &slot);
 		if (ps) {
 			__sync_fetch_and_add(&ps->exits, 1);
-			__sync_fetch_and_add(&ps->alive, -1);
+			tp_alive_add(slot, -1);
 			if (p->exit_code)
 				__sync_fetch_and_add(&ps->failed_exits, 1);
 		}

@@ -46,6 +46,7 @@ struct slot {
 	size_t cap;
 	struct htab prog_index; /* hash of path -> index + 1 */
 	struct htab procs;	/* tgid -> struct proc_info */
+	__u64 events;
 };
 
 struct collector {
@@ -186,6 +187,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		c->stale_events++;
 		return 0;
 	}
+	s->events++;
 	switch (hdr->type) {
 	case TP_EV_FORK:
 		if (size >= sizeof(struct tp_fork_event))
@@ -461,6 +463,7 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	out->alive = ps.alive;
 	out->max_alive = ps.max_alive;
 	out->lost_events = ps.lost_events;
+	out->events_received = c->slots[slot].events;
 	return 0;
 }
 

@@ -38,7 +38,8 @@ struct task_figures {
 	__u64 threads;
 	__s64 alive;
 	__s64 max_alive;
-	__u64 lost_events;
+	__u64 lost_events;     /* events the ring buffer had no room for */
+	__u64 events_received; /* events drained so far */
 	struct tp_hist runq;
 };
 

@@ -90,14 +90,16 @@ static const char *tail_fit(char *buf, size_t width, const char *path)
 
 static void print_end(FILE *f, const struct task_record *t)
 {
-	char wall[32];
+	char wall[32], id[SUMMARY_WIDTH];
 
 	tp_fmt_dur(wall, sizeof(wall), t->wall_ns);
 	if (t->end == TASK_SIGNALED)
-		fprintf(f, "taskprobe: task %s killed by signal %d (%s) after %s\n", t->id,
-			t->signal, strsignal(t->signal), wall);
+		fprintf(f, "taskprobe: task killed by signal %d (%s) after %s\n", t->signal,
+			strsignal(t->signal), wall);
 	else
-		fprintf(f, "taskprobe: task %s exited %d after %s\n", t->id, t->exit_code, wall);
+		fprintf(f, "taskprobe: task exited %d after %s\n", t->exit_code, wall);
+	/* Ids may be 128 characters: keep their tail, where CI systems put the number. */
+	fprintf(f, "  id         %s\n", tail_fit(id, SUMMARY_WIDTH - 14, t->id));
 }
 
 static void print_leftovers(FILE *f, const struct task_record *t)
@@ -128,12 +130,13 @@ static void print_programs(FILE *f, const struct task_record *t)
 
 	if (!t->nprogs)
 		return;
-	fprintf(f, "  programs   %9s %7s  %s\n", "CPU", "EXECS", "PATH");
+	fprintf(f, "  programs   %9s %8s  %s\n", "CPU", "EXECS", "PATH");
 	for (size_t i = 0; i < t->nprogs && i < TOP_PROGRAMS; i++) {
 		const struct program_stat *p = &t->progs[i];
 
-		fprintf(f, "             %9s %7llu  %s\n", tp_fmt_dur(cpu, sizeof(cpu), p->cpu_ns),
-			(unsigned long long)p->execs, tail_fit(path, 50, p->path));
+		/* 13 + 9 + 1 + 8 + 2 columns before the path leave 47 of 80. */
+		fprintf(f, "             %9s %8llu  %s\n", tp_fmt_dur(cpu, sizeof(cpu), p->cpu_ns),
+			(unsigned long long)p->execs, tail_fit(path, 46, p->path));
 	}
 	if (t->nprogs > TOP_PROGRAMS)
 		fprintf(f, "             (%zu more in the JSON record)\n",

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BPF tests: the real programs, loaded and attached through the collector core, with
+ * a known number of events triggered by the test itself, counted exactly.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "collector.h"
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+typedef int (*driver_fn)(void *arg);
+
+/* Forks a process that joins cgroup cg and runs fn; the test waits for it. */
+static pid_t start_driver(const char *cg, driver_fn fn, void *arg)
+{
+	char procs[4096];
+	pid_t pid;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	pid = fork();
+	if (pid == 0) {
+		if (tp_write_file(procs, "0"))
+			_exit(99);
+		_exit(fn(arg));
+	}
+	if (pid > 0)
+		tu_track_pid(pid);
+	return pid;
+}
+
+static int wait_driver(pid_t pid, struct rusage *ru)
+{
+	int status;
+
+	if (wait4(pid, &status, 0, ru) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static pid_t fork_exec(const char *path)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int run_n(const char *path, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork_exec(path);
+
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			return 1;
+	}
+	return 0;
+}
+
+static void burn_ms(int ms)
+{
+	struct timespec ts;
+	double end;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	end = ts.tv_sec + ts.tv_nsec / 1e9 + ms / 1000.0;
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
+}
+
+static struct collector *open_collector(__u32 ringbuf_bytes)
+{
+	struct collector_opts opts = { .ringbuf_bytes = ringbuf_bytes };
+	struct collector *c = collector__open(&opts);
+
+	CHECK(c != NULL, "collector__open: %s", strerror(errno));
+	return c;
+}
+
+/* Reads the figures once every process of the cgroup is gone and drained. */
+static int final_figures(struct collector *c, int slot, const char *cg, struct task_figures *f)
+{
+	for (int i = 0; i < 500 && cgroup_populated(cg) > 0; i++)
+		usleep(10000);
+	collector__sync(c);
+	return collector__read(c, slot, f);
+}
+
+static __u64 program_execs(struct collector *c, int slot, const char *path)
+{
+	size_t n;
+	const struct program_stat *p = collector__programs(c, slot, &n);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(p[i].path, path))
+			return p[i].execs;
+	return 0;
+}
+
+static int procs_driver(void *arg)
+{
+	int pipefd[2];
+	char b;
+
+	/* Five children alive at once, with this driver: at most six. */
+	if (pipe(pipefd))
+		return 1;
+	for (int i = 0; i < 5; i++) {
+		if (fork() == 0) {
+			close(pipefd[1]);
+			_exit(read(pipefd[0], &b, 1) == 0 ? 0 : 1);
+		}
+	}
+	close(pipefd[1]);
+	for (int i = 0; i < 5; i++)
+		wait(NULL);
+	/* Then 30 successful and 10 failed execs, one at a time. */
+	return run_n("/bin/true", 30) || run_n("/bin/false", 10);
+}
+
+TEST(TIER_BPF, process_counts_exact)
+{
+	struct collector *c = open_collector(0);
+	struct task_figures f;
+	char cg[4096];
+	int slot;
+	pid_t pid;
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	pid = start_driver(cg, procs_driver, NULL);
+	ASSERT_EQ(wait_driver(pid, NULL), 0, "driver exit status");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	ASSERT_EQ(f.forks, 45, "proc.forks");
+	ASSERT_EQ(f.execs, 40, "proc.execs");
+	ASSERT_EQ(f.exits, 46, "proc.exits (children and the driver)");
+	ASSERT_EQ(f.failed_exits, 10, "proc.failed_exits");
+	ASSERT_EQ(f.max_alive, 6, "proc.max_alive");
+	ASSERT_EQ(f.alive, 0, "alive at the end");
+	ASSERT_EQ(f.threads, 0, "threads");
+	ASSERT_EQ(f.lost_events, 0, "lost events");
+	ASSERT_EQ(program_execs(c, slot, "/bin/true"), 30, "execs of /bin/true");
+	ASSERT_EQ(program_execs(c, slot, "/bin/false"), 10, "execs of /bin/false");
+	/* One event per fork, exec and exit (single-threaded processes). */
+	ASSERT_EQ(f.events_received, 45 + 40 + 46, "events received");
+out:
+	collector__free(c);
+}
+
+static void *burn_thread(void *arg)
+{
+	burn_ms(*(int *)arg);
+	return NULL;
+}
+
+static int cpu_driver(void *arg)
+{
+	int ms = 200;
+	pthread_t t[2];
+	pid_t child;
+
+	child = fork();
+	if (child == 0) {
+		burn_ms(ms);
+		_exit(0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, burn_thread, &ms);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return waitpid(child, NULL, 0) == child ? 0 : 1;
+}
+
+TEST(TIER_BPF, cpu_time_exact)
+{
+	struct collector *c = open_collector(0);
+	struct cg_cpu_stat cs;
+	struct task_figures f;
+	struct rusage ru;
+	char cg[4096];
+	double truth;
+	int slot;
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(cg, cpu_driver, NULL), &ru), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	ASSERT_OK(cgroup_read_cpu_stat(cg, &cs), "cpu.stat");
+	truth = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+	ASSERT_GE(f.cpu_ns, 590000000, "three burners of 200 ms");
+	ASSERT_NEAR(f.cpu_ns, cs.usage_us * 1000.0, 0.005, "cpu.time_ns vs cgroup cpu.stat");
+	ASSERT_NEAR(f.cpu_ns, truth, 0.02, "cpu.time_ns vs getrusage of the waited driver");
+	ASSERT_EQ(f.threads, 2, "threads");
+	ASSERT_EQ(f.forks, 1, "forks");
+out:
+	collector__free(c);
+}
+
+static int sleep_driver(void *arg)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	for (int i = 0; i < 200; i++)
+		nanosleep(&ts, NULL);
+	return 0;
+}
+
+TEST(TIER_BPF, runq_latency_histogram)
+{
+	struct collector *c = open_collector(0);
+	struct task_figures f;
+	struct rusage ru;
+	__u64 total = 0;
+	char cg[4096];
+	long switches;
+	int slot;
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(cg, sleep_driver, NULL), &ru), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	for (int i = 0; i < TP_HIST_SLOTS; i++)
+		total += f.runq.slots[i];
+	/*
+	 * Every context switch of the driver (voluntary: a sleep, then a wakeup;
+	 * involuntary: a preemption) is followed by one wait for the CPU. A timer that
+	 * fires before the sleeper left the CPU needs no switch and no wait. The few
+	 * switches before the driver joined the cgroup (the move itself may sleep) are
+	 * not the task's.
+	 */
+	switches = ru.ru_nvcsw + ru.ru_nivcsw;
+	printf("    runq waits %llu, driver context switches %ld\n",
+	       (unsigned long long)f.runq.count, switches);
+	ASSERT_GE(f.runq.count, 180, "run-queue waits after 200 sleeps");
+	ASSERT_LE(f.runq.count, switches, "waits vs the driver's context switches");
+	ASSERT_GE(f.runq.count + 5, switches, "context switches vs waits");
+	ASSERT_EQ(total, f.runq.count, "histogram slots sum to the count");
+	ASSERT_GE(f.runq.sum, f.runq.count, "latencies are at least 1 ns each");
+out:
+	collector__free(c);
+}
+
+static int execs_driver(void *arg)
+{
+	return run_n("/bin/true", *(int *)arg);
+}
+
+TEST(TIER_BPF, ringbuf_overflow_is_counted)
+{
+	/* One page: a few events fit; we do not drain while the task runs. */
+	struct collector *c = open_collector((__u32)sysconf(_SC_PAGESIZE));
+	struct task_figures f;
+	int n = 100, slot;
+	char cg[4096];
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(cg, execs_driver, &n), NULL), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	ASSERT_EQ(f.execs, n, "exec count comes from maps, exact despite the overflow");
+	ASSERT_GE(f.lost_events, 1, "an overflow happened and was counted");
+	/* n forks + n execs + n + 1 exits: every event is either received or counted lost. */
+	ASSERT_EQ(f.events_received + f.lost_events, 3 * n + 1, "received + lost");
+	ASSERT_GE(collector__lost_total(c), f.lost_events, "collector-wide lost count");
+out:
+	collector__free(c);
+}
+
+struct nested_arg {
+	char pre[4096];
+	char post[4096];
+};
+
+static int join(const char *cg)
+{
+	char procs[4200];
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	return tp_write_file(procs, "0");
+}
+
+static int nested_driver(void *arg)
+{
+	struct nested_arg *a = arg;
+
+	if (join(a->pre) || run_n("/bin/true", 2))
+		return 1;
+	/* Made while tracked: cgroup_mkdir adds it without any userspace step. */
+	if (mkdir(a->post, 0755) || join(a->post) || run_n("/bin/true", 3))
+		return 2;
+	burn_ms(100);
+	return 0;
+}
+
+TEST(TIER_BPF, nested_cgroups_are_the_tasks)
+{
+	struct collector *c = open_collector(0);
+	struct nested_arg a;
+	struct cg_cpu_stat cs;
+	struct task_figures f;
+	char cg[4096];
+	int slot;
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	snprintf(a.pre, sizeof(a.pre), "%s/pre", cg);
+	snprintf(a.post, sizeof(a.post), "%s/post", cg);
+	if (!ASSERT_OK(mkdir(a.pre, 0755) ? -errno : 0, "nested cgroup made before tracking"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(cg, nested_driver, &a), NULL), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	ASSERT_OK(cgroup_read_cpu_stat(cg, &cs), "cpu.stat");
+	ASSERT_EQ(program_execs(c, slot, "/bin/true"), 5, "execs in both nested cgroups");
+	ASSERT_EQ(f.forks, 5, "forks");
+	ASSERT_GE(f.cpu_ns, 100000000, "the burn in the nested cgroup");
+	ASSERT_NEAR(f.cpu_ns, cs.usage_us * 1000.0, 0.005, "cpu.time_ns vs cpu.stat of the subtree");
+out:
+	collector__free(c);
+}
+
+static int busy_driver(void *arg)
+{
+	burn_ms(100);
+	return run_n("/bin/true", 20);
+}
+
+TEST(TIER_BPF, other_cgroups_are_not_counted)
+{
+	struct collector *c = open_collector(0);
+	struct task_figures f;
+	char tracked[4096], other[4096];
+	int slot;
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(tracked, sizeof(tracked)), "make tracked cgroup") ||
+	    !ASSERT_OK(tu_cgroup_make(other, sizeof(other)), "make other cgroup"))
+		goto out;
+	slot = collector__track(c, tracked);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(other, busy_driver, NULL), NULL), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, tracked, &f), "read");
+	ASSERT_EQ(f.cpu_ns, 0, "cpu");
+	ASSERT_EQ(f.forks + f.execs + f.exits, 0, "process events");
+	ASSERT_EQ(f.runq.count, 0, "run-queue waits");
+	ASSERT_EQ(f.events_received, 0, "events");
+out:
+	collector__free(c);
+}
+
+static int wait_then_work(void *arg)
+{
+	int *pipefd = arg;
+	char b;
+
+	close(pipefd[1]);
+	if (read(pipefd[0], &b, 1) != 0)
+		return 1;
+	burn_ms(50);
+	return run_n("/bin/true", 10);
+}
+
+/* A slot reused by a new task ignores what the old task's leftovers still do. */
+TEST(TIER_BPF, reused_slot_ignores_old_threads)
+{
+	struct collector *c = open_collector(0);
+	char old_cg[4096], new_cg[4096];
+	struct task_figures f;
+	int pipefd[2], slot, slot2;
+	pid_t pid;
+
+	if (!c || !ASSERT_OK(pipe(pipefd), "pipe"))
+		goto out;
+	if (!ASSERT_OK(tu_cgroup_make(old_cg, sizeof(old_cg)), "make cgroup") ||
+	    !ASSERT_OK(tu_cgroup_make(new_cg, sizeof(new_cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, old_cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	pid = start_driver(old_cg, wait_then_work, pipefd);
+	usleep(50000);
+	ASSERT_OK(collector__untrack(c, slot), "untrack");
+	slot2 = collector__track(c, new_cg);
+	ASSERT_EQ(slot2, slot, "the slot is reused");
+	close(pipefd[1]);
+	ASSERT_EQ(wait_driver(pid, NULL), 0, "driver");
+	close(pipefd[0]);
+	ASSERT_OK(final_figures(c, slot2, new_cg, &f), "read");
+	ASSERT_EQ(f.cpu_ns, 0, "cpu of the old task's process");
+	ASSERT_EQ(f.execs + f.forks, 0, "process events");
+out:
+	collector__free(c);
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What tests share: temporary files, running commands, task records, test cgroups. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+#define MAX_TRACKED 64
+
+static char tmpdir[PATH_MAX];
+static char paths[MAX_TRACKED][PATH_MAX];
+static int npaths;
+static char cgroups[MAX_TRACKED][PATH_MAX];
+static int ncgroups;
+static pid_t pids[MAX_TRACKED];
+static int npids;
+static void *allocs[MAX_TRACKED * 4];
+static int nallocs;
+static struct json *jsons[MAX_TRACKED];
+static int njsons;
+static int cg_seq;
+
+static void *keep(void *p)
+{
+	if (p && nallocs < (int)ARRAY_SIZE(allocs))
+		allocs[nallocs++] = p;
+	return p;
+}
+
+const char *tu_tmp(const char *name)
+{
+	if (!tmpdir[0]) {
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/taskprobe-test.XXXXXX");
+		if (!mkdtemp(tmpdir)) {
+			tmpdir[0] = '\0';
+			return "/nonexistent";
+		}
+	}
+	if (npaths >= MAX_TRACKED)
+		npaths = 0;
+	snprintf(paths[npaths], PATH_MAX, "%s/%s", tmpdir, name);
+	return paths[npaths++];
+}
+
+const char *tu_bin(void)
+{
+	const char *b = getenv("TASKPROBE_BIN");
+
+	return b ? b : "build/taskprobe";
+}
+
+const char *tu_helper(const char *name)
+{
+	const char *dir = getenv("TASKPROBE_HELPERS");
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s/%s", dir ? dir : "build/tests/helpers", name);
+	return keep(strdup(buf));
+}
+
+static char *slurp(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	lseek(fd, 0, SEEK_SET);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+int tu_run(char *const argv[], struct tu_result *r, int timeout_s)
+{
+	char outp[PATH_MAX], errp[PATH_MAX];
+	__u64 start = tp_now_ns(), deadline = start + (__u64)timeout_s * 1000000000ULL;
+	int ofd, efd, status;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	r->status = -1;
+	snprintf(outp, sizeof(outp), "%s", tu_tmp("run.out"));
+	snprintf(errp, sizeof(errp), "%s", tu_tmp("run.err"));
+	ofd = open(outp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	efd = open(errp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (ofd < 0 || efd < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		dup2(devnull, 0);
+		dup2(ofd, 1);
+		dup2(efd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -errno;
+	tu_track_pid(pid);
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		if (w == pid)
+			break;
+		if (tp_now_ns() > deadline) {
+			CHECK(false, "%s: still running after %d s: killed", argv[0], timeout_s);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	r->wall_ns = tp_now_ns() - start;
+	r->status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	r->out = keep(slurp(ofd));
+	r->err = keep(slurp(efd));
+	close(ofd);
+	close(efd);
+	return 0;
+}
+
+int tu_tp(struct tu_result *r, int timeout_s, ...)
+{
+	char *argv[64];
+	int argc = 0;
+	va_list ap;
+
+	argv[argc++] = (char *)tu_bin();
+	va_start(ap, timeout_s);
+	while (argc < 63 && (argv[argc] = va_arg(ap, char *)))
+		argc++;
+	va_end(ap);
+	argv[argc] = NULL;
+	return tu_run(argv, r, timeout_s);
+}
+
+const struct json *tu_load_json(const char *path)
+{
+	char err[128], *text;
+	struct json *j;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (!CHECK(fd >= 0, "open %s: %s", path, strerror(errno)))
+		return NULL;
+	text = keep(slurp(fd));
+	close(fd);
+	if (!text)
+		return NULL;
+	j = json_parse(text, strlen(text), err, sizeof(err));
+	if (!CHECK(j != NULL, "%s: bad JSON: %s", path, err))
+		return NULL;
+	if (njsons < MAX_TRACKED)
+		jsons[njsons++] = j;
+	return j;
+}
+
+double tu_num(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	return v && v->type == JSON_NUM ? v->num : -1;
+}
+
+double tu_metric(const struct json *rec, const char *name)
+{
+	return tu_num(json_get(rec, "metrics"), name);
+}
+
+const struct json *tu_program(const struct json *rec, const char *path)
+{
+	const struct json *progs = json_get(rec, "programs");
+
+	for (size_t i = 0; i < json_len(progs); i++) {
+		const struct json *p = json_at(progs, i);
+		const struct json *pp = json_get(p, "path");
+
+		if (pp && pp->type == JSON_STR && !strcmp(pp->str, path))
+			return p;
+	}
+	return NULL;
+}
+
+int tu_read_truth(const char *path, double *children_ns, double *self_ns)
+{
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%lf %lf", children_ns, self_ns);
+	fclose(f);
+	return n == 2 ? 0 : -EINVAL;
+}
+
+const char *tu_cgroup_root(void)
+{
+	static char root[PATH_MAX];
+
+	if (!root[0] && cgroup2_mount(root, sizeof(root)))
+		tp_skip("no cgroup2 mount");
+	return root;
+}
+
+void tu_cleanup_orphans(pid_t test_pid)
+{
+	char path[PATH_MAX];
+
+	for (int seq = 1; seq <= MAX_TRACKED; seq++) {
+		snprintf(path, sizeof(path), "%s/taskprobe-test-%d-%d", tu_cgroup_root(),
+			 (int)test_pid, seq);
+		if (access(path, F_OK))
+			continue;
+		cgroup_kill(path);
+		for (int t = 0; t < 200 && cgroup_populated(path) > 0; t++)
+			usleep(10000);
+		cgroup_remove_task(path);
+	}
+}
+
+int tu_cgroup_make(char *path, size_t len)
+{
+	snprintf(path, len, "%s/taskprobe-test-%d-%d", tu_cgroup_root(), (int)getpid(), ++cg_seq);
+	if (mkdir(path, 0755))
+		return -errno;
+	if (ncgroups < MAX_TRACKED)
+		snprintf(cgroups[ncgroups++], PATH_MAX, "%s", path);
+	return 0;
+}
+
+void tu_track_pid(pid_t pid)
+{
+	if (npids < MAX_TRACKED)
+		pids[npids++] = pid;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int tu_count_long_lines(const char *s, size_t width)
+{
+	int n = 0;
+
+	while (s && *s) {
+		const char *nl = strchr(s, '\n');
+		size_t len = nl ? (size_t)(nl - s) : strlen(s);
+
+		if (len > width) {
+			fprintf(stderr, "    long line (%zu): %.*s\n", len, (int)len, s);
+			n++;
+		}
+		s += len + (nl ? 1 : 0);
+	}
+	return n;
+}
+
+void tu_cleanup(void)
+{
+	for (int i = 0; i < npids; i++) {
+		/* Only pids we started, and only while they are still our unreaped children. */
+		if (waitpid(pids[i], NULL, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+	npids = 0;
+	for (int i = ncgroups - 1; i >= 0; i--) {
+		if (cgroup_populated(cgroups[i]) > 0) {
+			cgroup_kill(cgroups[i]);
+			for (int t = 0; t < 200 && cgroup_populated(cgroups[i]) > 0; t++)
+				usleep(10000);
+		}
+		cgroup_remove_task(cgroups[i]);
+	}
+	ncgroups = 0;
+	for (int i = 0; i < njsons; i++)
+		json_free(jsons[i]);
+	njsons = 0;
+	for (int i = 0; i < nallocs; i++)
+		free(allocs[i]);
+	nallocs = 0;
+	if (tmpdir[0])
+		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir[0] = '\0';
+	npaths = 0;
+}

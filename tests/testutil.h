@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What tests share: temporary files, running commands, task records, test cgroups. */
+#ifndef TP_TESTUTIL_H
+#define TP_TESTUTIL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "json.h"
+
+struct tu_result {
+	int status; /* shell-style: code, or 128 + signal; -1 when it could not run */
+	char *out;  /* stdout and stderr, whole */
+	char *err;
+	__u64 wall_ns;
+};
+
+/* A path named name in this test's temporary directory (removed after the test). */
+const char *tu_tmp(const char *name);
+/* Runs argv (NULL-terminated) with output captured; killed after timeout_s. */
+int tu_run(char *const argv[], struct tu_result *r, int timeout_s);
+/* Runs the taskprobe binary under test with the NULL-terminated arguments after it. */
+int tu_tp(struct tu_result *r, int timeout_s, ...) __attribute__((sentinel));
+const char *tu_bin(void);
+const char *tu_helper(const char *name);
+/* Parses a JSON file; freed after the test. NULL (and a failed check) when bad. */
+const struct json *tu_load_json(const char *path);
+/* A number member of rec.metrics, or -1 when absent. */
+double tu_metric(const struct json *rec, const char *name);
+double tu_num(const struct json *obj, const char *key);
+/* The program-table entry of a task record with this path, or NULL. */
+const struct json *tu_program(const struct json *rec, const char *path);
+/* Reads the truth file that tests/helpers/burn writes: children's and its own CPU in ns. */
+int tu_read_truth(const char *path, double *children_ns, double *self_ns);
+/* Where cgroup2 is mounted. */
+const char *tu_cgroup_root(void);
+/* Makes a cgroup of its own for this test; killed and removed after the test. */
+int tu_cgroup_make(char *path, size_t len);
+/* Remembers a pid this test started, to SIGKILL after the test if still there. */
+void tu_track_pid(pid_t pid);
+/* Runs after each test: kills its pids, removes its cgroups and files. */
+void tu_cleanup(void);
+/* After a test process died: removes the cgroups it made (named after its pid). */
+void tu_cleanup_orphans(pid_t test_pid);
+/* Lines of s longer than width. */
+int tu_count_long_lines(const char *s, size_t width);
+
+#endif /* TP_TESTUTIL_H */

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests: JSON writer and parser, histograms, the hash table, mountinfo, the summary. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "hist.h"
+#include "htab.h"
+#include "json.h"
+#include "task.h"
+#include "testutil.h"
+
+/* The BPF side's bucketing, compiled here as plain C (glibc defines __always_inline). */
+#include "../bpf/bits.bpf.h"
+
+TEST(TIER_UNIT, json_round_trip)
+{
+	char *buf = NULL, err[64];
+	size_t len = 0;
+	const struct json *v;
+	struct json *j;
+	struct jw w;
+	FILE *f = open_memstream(&buf, &len);
+
+	jw_init(&w, f, true);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "s", "q\"b\\s\n\t\x01 é");
+	jw_ku64(&w, "big", 18446744073709551615ULL);
+	jw_key(&w, "arr");
+	jw_arr_begin(&w);
+	jw_i64(&w, -5);
+	jw_bool(&w, true);
+	jw_null(&w);
+	jw_obj_begin(&w);
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	jw_kdouble(&w, "nan", 0.0 / 0.0);
+	jw_obj_end(&w);
+	fclose(f);
+
+	j = json_parse(buf, len, err, sizeof(err));
+	if (!ASSERT_NOT_NULL(j, "parse what the writer wrote"))
+		goto out;
+	ASSERT_STREQ(json_get(j, "s")->str, "q\"b\\s\n\t\x01 é", "escaped string");
+	ASSERT_TRUE(json_get(j, "big")->num > 1.8e19, "u64 max");
+	v = json_get(j, "arr");
+	ASSERT_EQ(json_len(v), 4, "array length");
+	ASSERT_EQ(json_at(v, 0)->num, -5, "negative");
+	ASSERT_EQ(json_at(v, 1)->type, JSON_BOOL, "bool");
+	ASSERT_EQ(json_at(v, 2)->type, JSON_NULL, "null");
+	ASSERT_EQ(json_get(j, "nan")->type, JSON_NULL, "non-finite becomes null");
+	json_free(j);
+out:
+	free(buf);
+}
+
+TEST(TIER_UNIT, json_rejects_malformed)
+{
+	static const char *const bad[] = {
+		"",	     "{",	   "{\"a\"}",	 "{\"a\":}",	"[1,]",	      "[1 2]",
+		"\"abc",     "\"\\x\"",	   "\"\\u12\"",	 "tru",		"01x",	      "1e999",
+		"{} x",	     "{\"a\":1,}", "\"\x01\"",	 "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+	};
+	char err[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct json *j = json_parse(bad[i], strlen(bad[i]), err, sizeof(err));
+
+		CHECK(!j, "accepted malformed '%s'", bad[i]);
+		CHECK(!j && err[0], "no reason given for '%s'", bad[i]);
+		json_free(j);
+	}
+}
+
+TEST(TIER_UNIT, log2_buckets)
+{
+	static const struct {
+		__u64 v;
+		__u32 slot;
+	} cases[] = { { 0, 0 },	    { 1, 1 },	  { 2, 2 },	  { 3, 2 },	  { 4, 3 },
+		      { 1023, 10 }, { 1024, 11 }, { 1ULL << 40, 41 }, { ~0ULL, 63 } };
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		__u32 s = tp_log2_slot(cases[i].v);
+
+		CHECK(s == cases[i].slot, "slot of %llu: got %u, expected %u",
+		      (unsigned long long)cases[i].v, s, cases[i].slot);
+		if (cases[i].v && cases[i].slot < 63)
+			CHECK(cases[i].v >= hist_slot_low(s) && cases[i].v <= hist_slot_high(s),
+			      "%llu outside its slot's bounds", (unsigned long long)cases[i].v);
+	}
+}
+
+TEST(TIER_UNIT, hist_quantiles)
+{
+	struct tp_hist h = { 0 };
+	__u64 p50, p99;
+
+	ASSERT_EQ(hist_quantile(&h, 0.5), 0, "empty");
+	/* 99 values in [1024, 2047], one in [1 Mi, 2 Mi). */
+	h.slots[11] = 99;
+	h.slots[21] = 1;
+	h.count = 100;
+	p50 = hist_quantile(&h, 0.50);
+	p99 = hist_quantile(&h, 0.99);
+	ASSERT_TRUE(p50 >= 1024 && p50 <= 2047, "p50 in the busy slot");
+	ASSERT_TRUE(p99 >= 1024 && p99 <= 2047, "p99 is the 99th value");
+	ASSERT_TRUE(hist_quantile(&h, 1.0) >= 1 << 20, "p100 is the outlier");
+}
+
+TEST(TIER_UNIT, htab_against_reference)
+{
+	enum { N = 5000 };
+	static __u64 ref[N];
+	static bool present[N];
+	struct htab h;
+	unsigned seed = 42;
+
+	ASSERT_OK(htab__init(&h, sizeof(__u64)), "init");
+	for (int op = 0; op < 200000; op++) {
+		int k = rand_r(&seed) % N;
+
+		if (rand_r(&seed) % 3) {
+			__u64 *v = htab__put(&h, (__u64)k * 0x100000000ULL);
+
+			if (!v)
+				break;
+			*v = ref[k] = (__u64)op;
+			present[k] = true;
+		} else {
+			htab__del(&h, (__u64)k * 0x100000000ULL);
+			present[k] = false;
+		}
+	}
+	for (int k = 0; k < N; k++) {
+		__u64 *v = htab__get(&h, (__u64)k * 0x100000000ULL);
+
+		if (!CHECK(!v == !present[k], "key %d presence", k))
+			break;
+		if (v && !CHECK(*v == ref[k], "key %d value", k))
+			break;
+	}
+	htab__fini(&h);
+}
+
+TEST(TIER_UNIT, cgroup2_mount_parsing)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "30 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+		  "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n",
+		  "/sys/fs/cgroup/unified" },
+		{ "25 1 0:22 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
+		  "/sys/fs/cgroup" },
+		{ "25 1 0:22 / /mnt/my\\040cg rw - cgroup2 none rw\n", "/mnt/my cg" },
+		{ "31 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n", NULL },
+	};
+	char buf[256];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		FILE *f = fmemopen((void *)cases[i].text, strlen(cases[i].text), "r");
+		int err = cgroup2_mount_from(f, buf, sizeof(buf));
+
+		fclose(f);
+		if (cases[i].want) {
+			ASSERT_OK(err, "found");
+			ASSERT_STREQ(buf, cases[i].want, "mount point");
+		} else {
+			ASSERT_EQ(err, -ENOENT, "none");
+		}
+	}
+}
+
+static void fake_record(struct task_record *t, char **argv, int argc)
+{
+	static struct program_stat progs[8];
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->id, sizeof(t->id), "%s", "a-rather-long-task-identifier-from-a-ci-system-0123456789");
+	t->argv = argv;
+	t->argc = argc;
+	t->wall_ns = 123456789012ULL;
+	t->fig.cpu_ns = 98765432109ULL;
+	t->fig.forks = t->fig.execs = 123456789;
+	t->fig.max_alive = 4096;
+	t->fig.runq.slots[10] = 5;
+	t->fig.runq.slots[40] = 123456789012ULL;
+	t->fig.runq.count = 123456789017ULL;
+	t->have_cpu_stat = true;
+	t->cpu_stat.user_us = 98000000;
+	for (int i = 0; i < 8; i++) {
+		memset(progs[i].path, 'p', TP_PATH_LEN - 1);
+		progs[i].path[0] = '/';
+		progs[i].execs = 99999999;
+		progs[i].cpu_ns = (__u64)i * 1000000000000ULL;
+	}
+	task_set_programs(t, progs, 8);
+	t->leftovers = 12;
+	t->leftover_action = LEFTOVER_KILLED;
+	t->lost_total = 7;
+	t->fig.lost_events = 7;
+}
+
+TEST(TIER_UNIT, summary_fits_80_columns)
+{
+	char arg[600], *argv[] = { "/usr/bin/some-very-long-program-name", arg, "x\ny" };
+	struct task_record t;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	memset(arg, 'a', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = '\0';
+	fake_record(&t, argv, 3);
+	f = open_memstream(&buf, &len);
+	task_print_summary(f, &t);
+	fclose(f);
+	ASSERT_EQ(tu_count_long_lines(buf, 80), 0, "lines over 80 columns");
+	ASSERT_TRUE(strstr(buf, "WARNING") != NULL, "lost events are shouted");
+	ASSERT_TRUE(strstr(buf, "killed") != NULL, "leftovers' fate");
+	task_record_fini(&t);
+	free(buf);
+}
+
+TEST(TIER_UNIT, task_json_fields)
+{
+	char *argv[] = { "make", "-j2" };
+	struct task_record t;
+	const struct json *j;
+	const char *path = tu_tmp("task.json");
+
+	fake_record(&t, argv, 2);
+	t.labels[0].key = "pool";
+	t.labels[0].val = "ci";
+	t.nlabels = 1;
+	t.end = TASK_SIGNALED;
+	t.signal = 9;
+	ASSERT_OK(task_save_json(path, &t), "save");
+	task_record_fini(&t);
+	j = tu_load_json(path);
+	if (!j)
+		return;
+	ASSERT_EQ(tu_metric(j, "cpu.time_ns"), 98765432109ULL, "cpu.time_ns");
+	ASSERT_EQ(tu_metric(j, "proc.execs"), 123456789, "proc.execs");
+	ASSERT_EQ(tu_num(j, "exit_status"), 137, "exit_status");
+	ASSERT_EQ(tu_num(j, "signal"), 9, "signal");
+	ASSERT_EQ(json_get(j, "exit_code")->type, JSON_NULL, "no exit code when signaled");
+	ASSERT_STREQ(json_get(json_get(j, "labels"), "pool")->str, "ci", "label");
+	ASSERT_EQ(json_len(json_get(j, "programs")), 8, "programs");
+	ASSERT_STREQ(json_get(json_get(j, "leftovers"), "action")->str, "killed", "leftovers");
+	ASSERT_EQ(tu_num(json_get(json_get(j, "histograms"), "cpu.runq_latency"), "count"),
+		  123456789017ULL, "runq count");
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests: ids, labels, numbers and `run` option parsing (bad input gets one error). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "commands.h"
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+TEST(TIER_UNIT, valid_ids)
+{
+	static const char *const good[] = { "a", "build-42", "A.b_c:d@e-f", "0" };
+	static const char *const bad[] = { "", ".", "..", "a/b", "a b", "x\n", "é", "a;b" };
+	char longest[TP_ID_MAX + 2];
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++)
+		CHECK(tp_valid_id(good[i]), "'%s' should be valid", good[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(!tp_valid_id(bad[i]), "'%s' should be invalid", bad[i]);
+	memset(longest, 'x', TP_ID_MAX);
+	longest[TP_ID_MAX] = '\0';
+	ASSERT_TRUE(tp_valid_id(longest), "128 characters");
+	longest[TP_ID_MAX] = 'x';
+	longest[TP_ID_MAX + 1] = '\0';
+	ASSERT_FALSE(tp_valid_id(longest), "129 characters");
+}
+
+TEST(TIER_UNIT, labels)
+{
+	char ok[] = "instance_type=m5.large", empty_val[] = "k=", noeq[] = "novalue";
+	char badkey[] = "a b=c", nokey[] = "=v", ctl[] = "k=a\tb";
+	char *k, *v;
+	const char *why;
+
+	ASSERT_OK(tp_parse_label(ok, &k, &v, &why), "K=V");
+	ASSERT_STREQ(k, "instance_type", "key");
+	ASSERT_STREQ(v, "m5.large", "value");
+	ASSERT_OK(tp_parse_label(empty_val, &k, &v, &why), "empty value is allowed");
+	ASSERT_EQ(tp_parse_label(noeq, &k, &v, &why), -EINVAL, "no '='");
+	ASSERT_EQ(tp_parse_label(badkey, &k, &v, &why), -EINVAL, "space in key");
+	ASSERT_EQ(tp_parse_label(nokey, &k, &v, &why), -EINVAL, "empty key");
+	ASSERT_EQ(tp_parse_label(ctl, &k, &v, &why), -EINVAL, "control character");
+}
+
+TEST(TIER_UNIT, parse_u64)
+{
+	__u64 v;
+
+	ASSERT_OK(tp_parse_u64("0", 10, &v), "0");
+	ASSERT_EQ(v, 0, "0");
+	ASSERT_OK(tp_parse_u64("86400", 86400, &v), "max");
+	ASSERT_EQ(v, 86400, "max");
+	ASSERT_EQ(tp_parse_u64("86401", 86400, &v), -ERANGE, "over max");
+	ASSERT_EQ(tp_parse_u64("99999999999999999999999", ~0ULL, &v), -ERANGE, "overflow");
+	ASSERT_EQ(tp_parse_u64("", 10, &v), -EINVAL, "empty");
+	ASSERT_EQ(tp_parse_u64("-1", 10, &v), -EINVAL, "negative");
+	ASSERT_EQ(tp_parse_u64("1.5", 10, &v), -EINVAL, "fraction");
+	ASSERT_EQ(tp_parse_u64("5s", 10, &v), -EINVAL, "suffix");
+}
+
+/* Parses a copy of args (argv must be writable: labels are split in place). */
+static int parse(struct run_opts *o, int n, ...)
+{
+	static char store[80][300];
+	static char *argv[80];
+	va_list ap;
+
+	argv[0] = "run";
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		snprintf(store[i], sizeof(store[i]), "%s", va_arg(ap, const char *));
+		argv[i + 1] = store[i];
+	}
+	va_end(ap);
+	argv[n + 1] = NULL;
+	return run_parse_args(n + 1, argv, o);
+}
+
+TEST(TIER_UNIT, run_options)
+{
+	struct run_opts o;
+
+	ASSERT_OK(parse(&o, 9, "--id", "job-1", "--label", "pool=ci", "--grace", "0",
+			"--quiet", "--", "sh"),
+		  "full option set");
+	ASSERT_STREQ(o.id, "job-1", "id");
+	ASSERT_EQ(o.nlabels, 1, "labels");
+	ASSERT_EQ(o.grace_s, 0, "grace");
+	ASSERT_TRUE(o.quiet, "quiet");
+	ASSERT_EQ(o.argc, 1, "command argc");
+	ASSERT_STREQ(o.argv[0], "sh", "command");
+
+	ASSERT_OK(parse(&o, 3, "echo", "--id", "x"), "options after CMD belong to CMD");
+	ASSERT_EQ(o.argc, 3, "CMD keeps its own options");
+	ASSERT_EQ(o.grace_s, RUN_GRACE_DEFAULT, "default grace");
+
+	ASSERT_EQ(parse(&o, 2, "--bogus", "true"), -EINVAL, "unknown option");
+	ASSERT_EQ(parse(&o, 1, "--id"), -EINVAL, "missing value");
+	ASSERT_EQ(parse(&o, 0), -EINVAL, "no command");
+	ASSERT_EQ(parse(&o, 1, "--"), -EINVAL, "no command after --");
+	ASSERT_EQ(parse(&o, 3, "--id", "a/b", "true"), -EINVAL, "bad id");
+	ASSERT_EQ(parse(&o, 3, "--label", "nokv", "true"), -EINVAL, "bad label");
+	ASSERT_EQ(parse(&o, 5, "--label", "a=1", "--label", "a=2", "true"), -EINVAL,
+		  "duplicate label");
+	ASSERT_EQ(parse(&o, 3, "--grace", "-1", "true"), -EINVAL, "negative grace");
+	ASSERT_EQ(parse(&o, 3, "--grace", "1e9", "true"), -EINVAL, "bad grace");
+}
+
+TEST(TIER_UNIT, run_too_many_labels)
+{
+	static char store[TP_LABELS_MAX + 2][32];
+	char *argv[2 * (TP_LABELS_MAX + 1) + 3];
+	struct run_opts o;
+	int argc = 0;
+
+	argv[argc++] = "run";
+	for (int i = 0; i <= TP_LABELS_MAX; i++) {
+		snprintf(store[i], sizeof(store[i]), "k%d=v", i);
+		argv[argc++] = "--label";
+		argv[argc++] = store[i];
+	}
+	argv[argc++] = "true";
+	argv[argc] = NULL;
+	ASSERT_EQ(run_parse_args(argc, argv, &o), -EINVAL, "65 labels");
+}
+
+/* STYLE: --help stays in step with the parser. */
+TEST(TIER_UNIT, run_help_lists_every_option)
+{
+	static const char *const opts[] = { "--id", "--label", "--json", "--grace",
+					    "--keep-leftovers", "--quiet", "--verbose", "--help" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		CHECK(strstr(run_usage, opts[i]), "run --help does not mention %s", opts[i]);
+	CHECK(tu_count_long_lines(run_usage, 80) == 0, "run --help is wider than 80 columns");
+}
