@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+/* End-to-end tests: the taskprobe binary on real workloads, checked against ground truth. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+static bool gone(const char *path)
+{
+	return access(path, F_OK) != 0;
+}
+
+static const char *str(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	return v && v->type == JSON_STR ? v->str : "";
+}
+
+static void check_cgroup_removed(const struct json *rec)
+{
+	const char *cg = str(rec, "cgroup");
+
+	CHECK(cg[0] && gone(cg), "task cgroup '%s' was not removed", cg);
+}
+
+TEST(TIER_E2E, cpu_time_matches_getrusage)
+{
+	const char *json = tu_tmp("task.json"), *truth = tu_tmp("truth");
+	double children, self;
+	const struct json *rec;
+	struct tu_result r;
+
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", tu_helper("burn"), "2", "750",
+	      truth, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	ASSERT_EQ(strlen(r.err), 0, "--quiet prints nothing");
+	rec = tu_load_json(json);
+	if (!rec || !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth file"))
+		return;
+	ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), children + self, 0.02,
+		    "cpu.time_ns vs getrusage of waited children + self");
+	ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"),
+		    tu_num(json_get(rec, "cgroup_cpu_stat"), "usage_usec") * 1000, 0.01,
+		    "cpu.time_ns vs cgroup cpu.stat");
+	ASSERT_EQ(tu_metric(rec, "proc.forks"), 3, "main process and two burners");
+	ASSERT_EQ(tu_metric(rec, "proc.max_alive"), 3, "all three alive at once");
+	ASSERT_TRUE(tu_metric(rec, "cpu.avg_cores") > 1.0, "two burners use more than a core");
+	check_cgroup_removed(rec);
+}
+
+TEST(TIER_E2E, five_hundred_short_execs_exact)
+{
+	const char *json = tu_tmp("task.json");
+	const struct json *rec, *prog;
+	struct tu_result r;
+
+	tu_tp(&r, 120, "run", "--quiet", "--json", json, "--", "sh", "-c",
+	      "i=0; while [ $i -lt 500 ]; do /bin/true; i=$((i+1)); done", NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	prog = tu_program(rec, "/bin/true");
+	ASSERT_EQ(tu_num(prog, "execs"), 500, "execs of /bin/true");
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 501, "execs (the shell too)");
+	ASSERT_EQ(tu_metric(rec, "proc.forks"), 501, "processes started");
+	ASSERT_EQ(tu_metric(rec, "proc.exits"), 501, "exits");
+	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 0, "failed exits");
+	ASSERT_EQ(tu_metric(rec, "lost_events"), 0, "lost events");
+}
+
+static pid_t spawn_tp(char *const args[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execv(tu_bin(), args);
+		_exit(127);
+	}
+	tu_track_pid(pid);
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+TEST(TIER_E2E, concurrent_tasks_attributed_separately)
+{
+	char busy_json[256], idle_json[256], truth[256];
+	double children, self;
+	const struct json *busy, *idle;
+	pid_t a, b;
+
+	snprintf(busy_json, sizeof(busy_json), "%s", tu_tmp("busy.json"));
+	snprintf(idle_json, sizeof(idle_json), "%s", tu_tmp("idle.json"));
+	snprintf(truth, sizeof(truth), "%s", tu_tmp("truth"));
+	{
+		char *busy_args[] = { (char *)tu_bin(), "run", "--json", busy_json, "--",
+				      (char *)tu_helper("burn"), "1", "1000", truth, NULL };
+		char *idle_args[] = { (char *)tu_bin(), "run", "--json", idle_json, "--", "sh", "-c",
+				      "sleep 1; for i in 1 2 3 4 5 6 7; do /bin/true; done", NULL };
+
+		a = spawn_tp(busy_args);
+		b = spawn_tp(idle_args);
+	}
+	ASSERT_EQ(wait_status(a), 0, "busy task");
+	ASSERT_EQ(wait_status(b), 0, "idle task");
+	busy = tu_load_json(busy_json);
+	idle = tu_load_json(idle_json);
+	if (!busy || !idle || !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
+		return;
+	ASSERT_NEAR(tu_metric(busy, "cpu.time_ns"), children + self, 0.02, "busy task's CPU");
+	ASSERT_LE(tu_metric(idle, "cpu.time_ns"), 50000000, "idle task's CPU (ns)");
+	ASSERT_EQ(tu_num(tu_program(idle, "/bin/true"), "execs"), 7, "idle task's /bin/true");
+	ASSERT_EQ(tu_metric(busy, "proc.execs"), 1, "busy task's execs");
+	ASSERT_TRUE(tu_program(busy, "/bin/true") == NULL, "no /bin/true in the busy task");
+	ASSERT_EQ(tu_metric(busy, "proc.forks"), 2, "busy task's processes");
+}
+
+TEST(TIER_E2E, nested_cgroup_work_is_charged)
+{
+	const char *json = tu_tmp("task.json"), *truth = tu_tmp("truth");
+	char script[1024];
+	double children, self;
+	const struct json *rec;
+	struct tu_result r;
+
+	/* The task makes a cgroup inside its own and runs its burner there. */
+	snprintf(script, sizeof(script),
+		 "cg=%s$(sed -n 's/^0:://p' /proc/self/cgroup) && mkdir \"$cg/sub\" && "
+		 "exec %s 1 400 %s --nested \"$cg/sub\"",
+		 tu_cgroup_root(), tu_helper("burn"), truth);
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec || !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
+		return;
+	ASSERT_GE(children, 390e6, "the nested burner ran");
+	ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), children + self, 0.02,
+		    "CPU including the nested cgroup");
+	check_cgroup_removed(rec);
+}
+
+TEST(TIER_E2E, exit_status_passed_through)
+{
+	const char *noexec = tu_tmp("not-executable");
+	struct tu_result r;
+	int fd = open(noexec, O_CREAT | O_WRONLY, 0644);
+
+	if (fd >= 0)
+		close(fd);
+	tu_tp(&r, 30, "run", "--quiet", "--", "sh", "-c", "exit 3", NULL);
+	ASSERT_EQ(r.status, 3, "exit 3");
+	tu_tp(&r, 30, "run", "--quiet", "--", "sh", "-c", "kill -9 $$", NULL);
+	ASSERT_EQ(r.status, 137, "SIGKILL");
+	tu_tp(&r, 30, "run", "--quiet", "--", "sh", "-c", "kill -TERM $$", NULL);
+	ASSERT_EQ(r.status, 143, "SIGTERM");
+	tu_tp(&r, 30, "run", "--", "/nonexistent/command", NULL);
+	ASSERT_EQ(r.status, 127, "command not found");
+	ASSERT_TRUE(!strncmp(r.err, "taskprobe: ", 11), "one 'taskprobe:' line");
+	tu_tp(&r, 30, "run", "--", "no-such-command-anywhere", NULL);
+	ASSERT_EQ(r.status, 127, "command not found in PATH");
+	tu_tp(&r, 30, "run", "--", noexec, NULL);
+	ASSERT_EQ(r.status, 126, "not executable");
+}
+
+/* Each bad invocation: exit 125 (run) or 2 (usage), exactly one "taskprobe: " line. */
+TEST(TIER_E2E, bad_input_one_line_errors)
+{
+	static const struct {
+		const char *args[6];
+		int status;
+	} cases[] = {
+		{ { "run", "--bogus", "--", "true" }, 125 },
+		{ { "run", "--id", "a/b", "--", "true" }, 125 },
+		{ { "run", "--id", "..", "--", "true" }, 125 },
+		{ { "run", "--label", "novalue", "--", "true" }, 125 },
+		{ { "run", "--grace", "soon", "--", "true" }, 125 },
+		{ { "run", "--" }, 125 },
+		{ { "run" }, 125 },
+		{ { "frobnicate" }, 2 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *argv[8] = { (char *)tu_bin() };
+		struct tu_result r;
+		int n = 1;
+
+		for (int k = 0; k < 6 && cases[i].args[k]; k++)
+			argv[n++] = (char *)cases[i].args[k];
+		argv[n] = NULL;
+		tu_run(argv, &r, 30);
+		CHECK(r.status == cases[i].status, "case %zu (%s %s): status %d, expected %d", i,
+		      cases[i].args[0], cases[i].args[1] ? cases[i].args[1] : "", r.status,
+		      cases[i].status);
+		CHECK(!strncmp(r.err, "taskprobe: ", 11) && strchr(r.err, '\n') &&
+			      strchr(r.err, '\n')[1] == '\0',
+		      "case %zu: not one 'taskprobe:' line: '%s'", i, r.err);
+	}
+}
+
+TEST(TIER_E2E, killed_task_still_reported)
+{
+	const char *json = tu_tmp("task.json");
+	const struct json *rec;
+	struct tu_result r;
+
+	tu_tp(&r, 30, "run", "--json", json, "--", "sh", "-c", "/bin/true; /bin/true; kill -9 $$",
+	      NULL);
+	ASSERT_EQ(r.status, 137, "exit status");
+	ASSERT_TRUE(strstr(r.err, "killed by signal 9") != NULL, "summary printed");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	ASSERT_STREQ(str(rec, "status"), "signaled", "status");
+	ASSERT_EQ(tu_num(rec, "signal"), 9, "signal");
+	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 2, "execs before the kill");
+	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 1, "the killed shell failed");
+}
+
+static pid_t read_pid(const char *path)
+{
+	char buf[32];
+
+	return tp_read_file(path, buf, sizeof(buf)) > 0 ? (pid_t)atoi(buf) : -1;
+}
+
+TEST(TIER_E2E, leftovers_killed_after_grace)
+{
+	const char *json = tu_tmp("task.json"), *pidfile = tu_tmp("pid");
+	char script[512];
+	const struct json *rec;
+	struct tu_result r;
+	pid_t pid;
+
+	snprintf(script, sizeof(script), "sleep 60 & echo $! > %s; exit 0", pidfile);
+	tu_tp(&r, 30, "run", "--grace", "1", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "the main process's status");
+	ASSERT_LE(r.wall_ns, 10000000000ULL, "did not wait for the 60 s sleep");
+	ASSERT_GE(r.wall_ns, 1000000000ULL, "waited the grace period");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	ASSERT_EQ(tu_num(json_get(rec, "leftovers"), "count"), 1, "leftovers");
+	ASSERT_STREQ(str(json_get(rec, "leftovers"), "action"), "killed", "action");
+	pid = read_pid(pidfile);
+	ASSERT_TRUE(pid > 0 && kill(pid, 0) && errno == ESRCH, "the leftover is gone");
+	ASSERT_TRUE(strstr(r.err, "killed after the grace period") != NULL, "summary says so");
+	check_cgroup_removed(rec);
+
+	tu_tp(&r, 30, "run", "--grace", "0", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_LE(r.wall_ns, 5000000000ULL, "--grace 0 kills at once");
+	rec = tu_load_json(json);
+	ASSERT_STREQ(str(json_get(rec, "leftovers"), "action"), "killed", "--grace 0 action");
+}
+
+TEST(TIER_E2E, leftovers_that_exit_are_waited_for)
+{
+	const char *json = tu_tmp("task.json");
+	const struct json *rec;
+	struct tu_result r;
+
+	tu_tp(&r, 30, "run", "--quiet", "--json", json, "--", "sh", "-c",
+	      "(sleep 0.5; /bin/true) & exit 0", NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	ASSERT_STREQ(str(json_get(rec, "leftovers"), "action"), "exited", "action");
+	ASSERT_GE(tu_num(rec, "wall_ns"), 500000000, "wall time covers the leftover");
+	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 1, "the leftover's exec");
+}
+
+TEST(TIER_E2E, keep_leftovers_leaves_them_running)
+{
+	const char *json = tu_tmp("task.json"), *pidfile = tu_tmp("pid");
+	char script[512];
+	const struct json *rec;
+	struct tu_result r;
+	pid_t pid;
+
+	snprintf(script, sizeof(script), "sleep 60 & echo $! > %s", pidfile);
+	tu_tp(&r, 30, "run", "--quiet", "--keep-leftovers", "--json", json, "--", "sh", "-c",
+	      script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	pid = read_pid(pidfile);
+	ASSERT_TRUE(pid > 0 && kill(pid, 0) == 0, "the leftover still runs");
+	if (rec) {
+		const char *cg = str(rec, "cgroup");
+
+		ASSERT_STREQ(str(json_get(rec, "leftovers"), "action"), "kept", "action");
+		/* Our own leftover: end it by pid, then remove the cgroup it kept. */
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		for (int i = 0; i < 200 && cg[0] && cgroup_populated(cg) > 0; i++)
+			usleep(10000);
+		if (cg[0])
+			ASSERT_OK(cgroup_remove_task(cg), "remove the kept cgroup");
+	}
+}
+
+TEST(TIER_E2E, signals_are_forwarded)
+{
+	char json[256], cg[4096];
+	const struct json *rec;
+	char *args[] = { (char *)tu_bin(), "run", "--id", "e2e-forward", "--json", json, "--",
+			 "sleep", "60", NULL };
+	pid_t pid;
+
+	snprintf(json, sizeof(json), "%s", tu_tmp("task.json"));
+	snprintf(cg, sizeof(cg), "%s/taskprobe/e2e-forward", tu_cgroup_root());
+	pid = spawn_tp(args);
+	for (int i = 0; i < 500 && cgroup_populated(cg) <= 0; i++)
+		usleep(10000);
+	ASSERT_TRUE(cgroup_populated(cg) > 0, "the task started");
+	kill(pid, SIGTERM);
+	ASSERT_EQ(wait_status(pid), 143, "SIGTERM reached the task");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_num(rec, "signal"), 15, "recorded signal");
+	ASSERT_TRUE(gone(cg), "cgroup removed");
+}
+
+TEST(TIER_E2E, summary_fits_80_columns)
+{
+	char id[TP_ID_MAX + 1], arg[400];
+	struct tu_result r;
+
+	memset(id, 'i', TP_ID_MAX);
+	id[TP_ID_MAX] = '\0';
+	memset(arg, 'a', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = '\0';
+	tu_tp(&r, 30, "run", "--id", id, "--", "sh", "-c", "/bin/true; : $0", arg, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	ASSERT_TRUE(strstr(r.err, "run queue") != NULL, "summary printed");
+	ASSERT_EQ(tu_count_long_lines(r.err, 80), 0, "lines over 80 columns");
+}
