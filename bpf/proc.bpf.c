@@ -6,6 +6,23 @@
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 
+/*
+ * Bytes of pending events past which a submit wakes the reader. Below it, the reader
+ * drains on its own timer (collector__poll): a wakeup per event is an irq_work and
+ * an IPI, which cost microseconds on virtual machines (docs/PERFORMANCE.md).
+ */
+const volatile __u64 wakeup_bytes = 0;
+
+static __always_inline void tp_event_submit(void *e)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -36,7 +53,7 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 		return 0;
 	e->parent_tgid = parent->tgid;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	tp_event_submit(e);
 	return 0;
 }
 
@@ -62,7 +79,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e->runtime_ns = p->se.sum_exec_runtime;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
-	bpf_ringbuf_submit(e, 0);
+	tp_event_submit(e);
 	return 0;
 }
 
@@ -104,6 +121,6 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	e->exit_code = p->exit_code;
 	e->flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	tp_event_submit(e);
 	return 0;
 }

@@ -10,6 +10,16 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/*
+ * Set by the loader when task_struct has sched_info (CONFIG_SCHED_INFO): the kernel
+ * then stamps each thread when it is queued, and run-queue latency is read from that
+ * stamp and the run queue's clock, with no clock read of our own and no wakeup
+ * programs at all. The run queue is reached through the thread's cfs_rq, so this
+ * also needs CONFIG_FAIR_GROUP_SCHED. Without either, sched_wakeup programs stamp
+ * threads themselves.
+ */
+const volatile bool use_sched_info = false;
+
 static __always_inline int on_wakeup(struct task_struct *p)
 {
 	struct tp_cgroup_info *ci;
@@ -49,27 +59,39 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
  * the next switch-out. The hot path is two task-storage lookups, no hash.
  */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
 {
 	struct tp_cpu_stats *cs;
 	struct tp_thread *th;
-	__u64 delta;
+	__u64 delta, queued;
 	__u32 slot;
 
 	th = tp_thread_get(prev);
 	if (th) {
 		tp_charge_cpu(prev, th);
 		/* Preempted, still runnable: its wait for the CPU starts now. */
-		if (prev_state == TASK_RUNNING)
+		if (!use_sched_info && prev_state == TASK_RUNNING)
 			th->runnable_since = bpf_ktime_get_ns();
 	}
 
 	th = tp_thread_get(next);
-	if (!th || !th->runnable_since)
+	if (!th)
 		return 0;
-	delta = bpf_ktime_get_ns() - th->runnable_since;
-	th->runnable_since = 0;
+	if (use_sched_info) {
+		/* What sched_info_arrive() adds to run_delay right after this tracepoint. */
+		__u64 now = next->se.cfs_rq->rq->clock;
+
+		queued = next->sched_info.last_queued;
+		if (!queued || now < queued)
+			return 0;
+		delta = now - queued;
+	} else {
+		if (!th->runnable_since)
+			return 0;
+		delta = bpf_ktime_get_ns() - th->runnable_since;
+		th->runnable_since = 0;
+	}
 	slot = th->slot;
 	cs = bpf_map_lookup_elem(&cpu_stats, &slot);
 	if (cs) {

@@ -243,6 +243,7 @@ struct run_state {
 	int pidfd;
 	int events_fd;
 	int timer_fd;
+	int tick_fd;
 	bool main_done;
 	bool done;
 	int wstatus;
@@ -340,6 +341,8 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
 	ev.data.fd = st->timer_fd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, st->timer_fd, &ev);
+	ev.data.fd = st->tick_fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, st->tick_fd, &ev);
 	ev.data.fd = collector__epoll_fd(c);
 	epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	ev.events = EPOLLPRI;
@@ -373,6 +376,11 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 					st->action = LEFTOVER_KILLED;
 					cgroup_kill(st->cgroup);
 				}
+			} else if (fd == st->tick_fd) {
+				__u64 ticks;
+
+				if (read(st->tick_fd, &ticks, sizeof(ticks)) > 0)
+					collector__poll(c, 0);
 			} else if (fd == st->events_fd) {
 				populated_from_fd(st->events_fd); /* re-arms EPOLLPRI */
 			} else {
@@ -441,7 +449,10 @@ static void report_cgroup_error(int err, const struct run_opts *o, const char *r
 
 static int run_task(struct run_opts *o)
 {
-	struct run_state st = { .o = o, .pidfd = -1, .events_fd = -1, .timer_fd = -1 };
+	struct run_state st = { .o = o, .pidfd = -1, .events_fd = -1, .timer_fd = -1,
+				.tick_fd = -1 };
+	struct itimerspec tick = { .it_interval.tv_nsec = COLLECTOR_DRAIN_MS * 1000000L,
+				   .it_value.tv_nsec = COLLECTOR_DRAIN_MS * 1000000L };
 	struct task_record rec = { 0 };
 	const struct program_stat *progs;
 	sigset_t mask, oldmask;
@@ -474,6 +485,9 @@ static int run_task(struct run_opts *o)
 	}
 	st.events_fd = cgroup_events_fd(st.cgroup);
 	st.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	st.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (st.tick_fd >= 0)
+		timerfd_settime(st.tick_fd, 0, &tick, NULL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGINT);
@@ -482,7 +496,7 @@ static int run_task(struct run_opts *o)
 	sigaddset(&mask, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (st.events_fd < 0 || st.timer_fd < 0 || sfd < 0) {
+	if (st.events_fd < 0 || st.timer_fd < 0 || st.tick_fd < 0 || sfd < 0) {
 		tp_err("cannot set up the event loop: %s", strerror(errno));
 		goto out_mask;
 	}
@@ -545,6 +559,8 @@ out:
 		close(st.events_fd);
 	if (st.timer_fd >= 0)
 		close(st.timer_fd);
+	if (st.tick_fd >= 0)
+		close(st.tick_fd);
 	if (st.pidfd >= 0)
 		close(st.pidfd);
 	collector__free(c);

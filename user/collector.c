@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "cgroup.h"
@@ -65,6 +66,33 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (!tp_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
+}
+
+static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
+{
+	__s32 id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (int i = 0; m && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
+			return true;
+	return false;
+}
+
+/* Are the kernel's own queueing stamps there (see use_sched_info in sched.bpf.c)? */
+static bool kernel_stamps_queueing(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool ok;
+
+	if (!btf)
+		return false;
+	ok = btf_has_member(btf, "task_struct", "sched_info") &&
+	     btf_has_member(btf, "sched_info", "last_queued") &&
+	     btf_has_member(btf, "cfs_rq", "rq");
+	btf__free(btf);
+	return ok;
 }
 
 static void slot_reset(struct slot *s)
@@ -238,6 +266,13 @@ struct collector *collector__open(const struct collector_opts *opts)
 	err = bpf_map__set_max_entries(c->skel->maps.events, rb_bytes);
 	if (err)
 		goto cleanup;
+	c->skel->rodata->wakeup_bytes = rb_bytes / 4;
+	if (kernel_stamps_queueing()) {
+		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
+		c->skel->rodata->use_sched_info = true;
+		bpf_program__set_autoload(c->skel->progs.tp_sched_wakeup, false);
+		bpf_program__set_autoload(c->skel->progs.tp_sched_wakeup_new, false);
+	}
 	err = taskprobe_bpf__load(c->skel);
 	if (err)
 		goto cleanup;

@@ -52,7 +52,13 @@ int collector__track(struct collector *c, const char *path);
 /* Stops counting a slot and forgets its aggregates. */
 int collector__untrack(struct collector *c, int slot);
 
-/* An fd that is readable when events wait (for epoll). */
+/*
+ * Events wake the reader only once a quarter of the ring buffer is full: callers
+ * call collector__poll at least this often, whatever the fd says.
+ */
+#define COLLECTOR_DRAIN_MS 100
+
+/* An fd that is readable when the ring buffer is filling up (for epoll). */
 int collector__epoll_fd(const struct collector *c);
 /* Drains waiting events into the aggregates; waits up to timeout_ms for the first. */
 int collector__poll(struct collector *c, int timeout_ms);

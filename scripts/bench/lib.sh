@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared by the benchmarks: the binary under test and small statistics helpers.
+TP=${TP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/taskprobe}
+
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "taskprobe: benchmarks load BPF programs; run them as root" >&2
+		exit 1
+	fi
+}
+
+# median of the numbers on stdin
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+now_ns() {
+	date +%s%N
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Every benchmark, in the order docs/PERFORMANCE.md lists them.
+set -euo pipefail
+dir=$(dirname "$0")
+[ $# -gt 0 ] && export TP="$1"
+bash "$dir/bpf-cost.sh"
+bash "$dir/startup.sh"
+bash "$dir/overhead.sh"
