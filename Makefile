@@ -55,7 +55,7 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
 
-.PHONY: all deps check test demo install uninstall clean format format-check bench
+.PHONY: all deps check test fuzz demo install uninstall clean format format-check bench
 all: $(BIN)
 
 deps:
@@ -108,10 +108,33 @@ test: $(BIN) $(TESTBIN) $(HELPERS)
 	$(Q)TASKPROBE_BIN=$(abspath $(BIN)) TASKPROBE_HELPERS=$(abspath $(OUT)/tests/helpers) \
 		$(TESTBIN) $(TESTS)
 
-# check: dependencies, the plain build, then every tier against the sanitized build.
+# Parsers under libFuzzer with ASan and UBSan, FUZZ_SECONDS each; crashes fail the build.
+FUZZ_SECONDS ?= 10
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
+FUZZ_FLAGS   := -g -O1 -std=gnu11 -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' -Iinclude -Iuser \
+		-I$(BPFOUT) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+build/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) | $(SKEL)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) $< $(CORE_SRCS) $(LDLIBS) -o $@
+
+fuzz: $(FUZZ_TARGETS)
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		mkdir -p build/fuzz/corpus-$$(basename $$t); \
+		$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
+			build/fuzz/corpus-$$(basename $$t) 2>build/fuzz/$$(basename $$t).log \
+			|| { tail -40 build/fuzz/$$(basename $$t).log; exit 1; }; \
+		printf '  %-8s %s: %s\n' FUZZ $$(basename $$t) \
+			"$$(grep -o 'Done [0-9]* runs' build/fuzz/$$(basename $$t).log)"; \
+	done
+
+# check: dependencies, the plain build, the fuzzers, then every tier against the
+# sanitized build (its last line is the "N passed, N failed" count).
 check: deps
 	$(Q)$(MAKE) --no-print-directory format-check
 	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory fuzz
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined test
 
 demo: deps

@@ -22,7 +22,6 @@ static __always_inline void tp_event_submit(void *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
-
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {

@@ -3,6 +3,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "bits.bpf.h"
 
@@ -14,9 +15,9 @@ char LICENSE[] SEC("license") = "GPL";
  * Set by the loader when task_struct has sched_info (CONFIG_SCHED_INFO): the kernel
  * then stamps each thread when it is queued, and run-queue latency is read from that
  * stamp and the run queue's clock, with no clock read of our own and no wakeup
- * programs at all. The run queue is reached through the thread's cfs_rq, so this
- * also needs CONFIG_FAIR_GROUP_SCHED. Without either, sched_wakeup programs stamp
- * threads themselves.
+ * programs at all. The run queue is reached through the thread's cfs_rq
+ * (CONFIG_FAIR_GROUP_SCHED, checked by CO-RE). Without sched_info, sched_wakeup
+ * programs stamp threads themselves.
  */
 const volatile bool use_sched_info = false;
 
@@ -59,8 +60,8 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
  * the next switch-out. The hot path is two task-storage lookups, no hash.
  */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
 	struct tp_cpu_stats *cs;
 	struct tp_thread *th;
@@ -78,7 +79,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev,
 	th = tp_thread_get(next);
 	if (!th)
 		return 0;
-	if (use_sched_info) {
+	if (use_sched_info && bpf_core_field_exists(next->se.cfs_rq->rq)) {
 		/* What sched_info_arrive() adds to run_delay right after this tracepoint. */
 		__u64 now = next->se.cfs_rq->rq->clock;
 

@@ -132,7 +132,8 @@ static bool selected(const struct tp_test *t, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	bool allow_skip = getenv("TASKPROBE_ALLOW_SKIP") && !strcmp(getenv("TASKPROBE_ALLOW_SKIP"), "1");
+	bool allow_skip =
+		getenv("TASKPROBE_ALLOW_SKIP") && !strcmp(getenv("TASKPROBE_ALLOW_SKIP"), "1");
 	int passed = 0, failed = 0, skipped = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

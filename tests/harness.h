@@ -20,13 +20,13 @@ struct tp_test {
 
 void tp_register(const struct tp_test *t);
 
-#define TEST(tier_, name_)                                                                     \
-	static void test_##name_(void);                                                        \
-	static const struct tp_test tp_test_##name_ = { #name_, tier_, test_##name_ };         \
-	__attribute__((constructor)) static void tp_reg_##name_(void)                         \
-	{                                                                                      \
-		tp_register(&tp_test_##name_);                                                 \
-	}                                                                                      \
+#define TEST(tier_, name_)                                                                         \
+	static void test_##name_(void);                                                            \
+	static const struct tp_test tp_test_##name_ = { #name_, tier_, test_##name_ };             \
+	__attribute__((constructor)) static void tp_reg_##name_(void)                              \
+	{                                                                                          \
+		tp_register(&tp_test_##name_);                                                     \
+	}                                                                                          \
 	static void test_##name_(void)
 
 bool tp_check(bool ok, const char *file, int line, const char *fmt, ...)
@@ -39,39 +39,39 @@ bool tp_test_failed(void);
 
 #define ASSERT_TRUE(cond, name) CHECK(cond, "%s: expected true", name)
 #define ASSERT_FALSE(cond, name) CHECK(!(cond), "%s: expected false", name)
-#define ASSERT_EQ(a, b, name)                                                                  \
-	({                                                                                     \
-		long long _a = (long long)(a), _b = (long long)(b);                            \
-		CHECK(_a == _b, "%s: got %lld, expected %lld", name, _a, _b);                  \
+#define ASSERT_EQ(a, b, name)                                                                      \
+	({                                                                                         \
+		long long _a = (long long)(a), _b = (long long)(b);                                \
+		CHECK(_a == _b, "%s: got %lld, expected %lld", name, _a, _b);                      \
 	})
-#define ASSERT_GE(a, b, name)                                                                  \
-	({                                                                                     \
-		long long _a = (long long)(a), _b = (long long)(b);                            \
-		CHECK(_a >= _b, "%s: got %lld, expected >= %lld", name, _a, _b);               \
+#define ASSERT_GE(a, b, name)                                                                      \
+	({                                                                                         \
+		long long _a = (long long)(a), _b = (long long)(b);                                \
+		CHECK(_a >= _b, "%s: got %lld, expected >= %lld", name, _a, _b);                   \
 	})
-#define ASSERT_LE(a, b, name)                                                                  \
-	({                                                                                     \
-		long long _a = (long long)(a), _b = (long long)(b);                            \
-		CHECK(_a <= _b, "%s: got %lld, expected <= %lld", name, _a, _b);               \
+#define ASSERT_LE(a, b, name)                                                                      \
+	({                                                                                         \
+		long long _a = (long long)(a), _b = (long long)(b);                                \
+		CHECK(_a <= _b, "%s: got %lld, expected <= %lld", name, _a, _b);                   \
 	})
 /* |got - want| <= frac * want */
-#define ASSERT_NEAR(got, want, frac, name)                                                     \
-	({                                                                                     \
-		double _g = (double)(got), _w = (double)(want);                                \
-		double _d = _g > _w ? _g - _w : _w - _g;                                       \
-		CHECK(_d <= (frac) * _w, "%s: got %.0f, expected %.0f within %.1f%% (off %.2f%%)", \
-		      name, _g, _w, (frac) * 100.0, _w ? _d / _w * 100.0 : 0.0);               \
+#define ASSERT_NEAR(got, want, frac, name)                                                         \
+	({                                                                                         \
+		double _g = (double)(got), _w = (double)(want);                                    \
+		double _d = _g > _w ? _g - _w : _w - _g;                                           \
+		CHECK(_d <= (frac)*_w, "%s: got %.0f, expected %.0f within %.1f%% (off %.2f%%)",   \
+		      name, _g, _w, (frac)*100.0, _w ? _d / _w * 100.0 : 0.0);                     \
 	})
-#define ASSERT_OK(err, name)                                                                   \
-	({                                                                                     \
-		int _e = (int)(err);                                                           \
-		CHECK(_e == 0, "%s: failed: %d (%s)", name, _e, strerror(_e < 0 ? -_e : _e));  \
+#define ASSERT_OK(err, name)                                                                       \
+	({                                                                                         \
+		int _e = (int)(err);                                                               \
+		CHECK(_e == 0, "%s: failed: %d (%s)", name, _e, strerror(_e < 0 ? -_e : _e));      \
 	})
-#define ASSERT_STREQ(a, b, name)                                                               \
-	({                                                                                     \
-		const char *_a = (a), *_b = (b);                                               \
-		CHECK(_a && _b && !strcmp(_a, _b), "%s: got '%s', expected '%s'", name,        \
-		      _a ? _a : "(null)", _b ? _b : "(null)");                                 \
+#define ASSERT_STREQ(a, b, name)                                                                   \
+	({                                                                                         \
+		const char *_a = (a), *_b = (b);                                                   \
+		CHECK(_a &&_b && !strcmp(_a, _b), "%s: got '%s', expected '%s'", name,             \
+		      _a ? _a : "(null)", _b ? _b : "(null)");                                     \
 	})
 #define ASSERT_NOT_NULL(p, name) CHECK((p) != NULL, "%s: got NULL (errno %d)", name, errno)
 

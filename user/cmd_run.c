@@ -67,7 +67,8 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->grace_s = RUN_GRACE_DEFAULT;
-	optind = 1;
+	/* 0, not 1: glibc then forgets its position inside a previous argv. */
+	optind = 0;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:hvq", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -449,8 +450,9 @@ static void report_cgroup_error(int err, const struct run_opts *o, const char *r
 
 static int run_task(struct run_opts *o)
 {
-	struct run_state st = { .o = o, .pidfd = -1, .events_fd = -1, .timer_fd = -1,
-				.tick_fd = -1 };
+	struct run_state st = {
+		.o = o, .pidfd = -1, .events_fd = -1, .timer_fd = -1, .tick_fd = -1
+	};
 	struct itimerspec tick = { .it_interval.tv_nsec = COLLECTOR_DRAIN_MS * 1000000L,
 				   .it_value.tv_nsec = COLLECTOR_DRAIN_MS * 1000000L };
 	struct task_record rec = { 0 };

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "cgroup.h"
@@ -68,31 +67,14 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
-{
-	__s32 id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
-	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
-	const struct btf_member *m = t ? btf_members(t) : NULL;
-
-	for (int i = 0; m && i < btf_vlen(t); i++)
-		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
-			return true;
-	return false;
-}
-
-/* Are the kernel's own queueing stamps there (see use_sched_info in sched.bpf.c)? */
+/*
+ * Does the kernel stamp queued threads (CONFIG_SCHED_INFO)? /proc/PID/schedstat
+ * exists exactly then. Checked this way, not through BTF, to keep start-up short:
+ * parsing vmlinux BTF costs ~50 ms here, and libbpf parses it once anyway.
+ */
 static bool kernel_stamps_queueing(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	bool ok;
-
-	if (!btf)
-		return false;
-	ok = btf_has_member(btf, "task_struct", "sched_info") &&
-	     btf_has_member(btf, "sched_info", "last_queued") &&
-	     btf_has_member(btf, "cfs_rq", "rq");
-	btf__free(btf);
-	return ok;
+	return access("/proc/self/schedstat", R_OK) == 0;
 }
 
 static void slot_reset(struct slot *s)

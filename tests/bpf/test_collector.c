@@ -354,7 +354,8 @@ TEST(TIER_BPF, nested_cgroups_are_the_tasks)
 	ASSERT_EQ(program_execs(c, slot, "/bin/true"), 5, "execs in both nested cgroups");
 	ASSERT_EQ(f.forks, 5, "forks");
 	ASSERT_GE(f.cpu_ns, 100000000, "the burn in the nested cgroup");
-	ASSERT_NEAR(f.cpu_ns, cs.usage_us * 1000.0, 0.005, "cpu.time_ns vs cpu.stat of the subtree");
+	ASSERT_NEAR(f.cpu_ns, cs.usage_us * 1000.0, 0.005,
+		    "cpu.time_ns vs cpu.stat of the subtree");
 out:
 	collector__free(c);
 }

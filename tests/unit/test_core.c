@@ -58,9 +58,22 @@ out:
 TEST(TIER_UNIT, json_rejects_malformed)
 {
 	static const char *const bad[] = {
-		"",	     "{",	   "{\"a\"}",	 "{\"a\":}",	"[1,]",	      "[1 2]",
-		"\"abc",     "\"\\x\"",	   "\"\\u12\"",	 "tru",		"01x",	      "1e999",
-		"{} x",	     "{\"a\":1,}", "\"\x01\"",	 "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+		"",
+		"{",
+		"{\"a\"}",
+		"{\"a\":}",
+		"[1,]",
+		"[1 2]",
+		"\"abc",
+		"\"\\x\"",
+		"\"\\u12\"",
+		"tru",
+		"01x",
+		"1e999",
+		"{} x",
+		"{\"a\":1,}",
+		"\"\x01\"",
+		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
 	};
 	char err[64];
 
@@ -78,7 +91,7 @@ TEST(TIER_UNIT, log2_buckets)
 	static const struct {
 		__u64 v;
 		__u32 slot;
-	} cases[] = { { 0, 0 },	    { 1, 1 },	  { 2, 2 },	  { 3, 2 },	  { 4, 3 },
+	} cases[] = { { 0, 0 },	    { 1, 1 },	  { 2, 2 },	      { 3, 2 },	    { 4, 3 },
 		      { 1023, 10 }, { 1024, 11 }, { 1ULL << 40, 41 }, { ~0ULL, 63 } };
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -179,7 +192,8 @@ static void fake_record(struct task_record *t, char **argv, int argc)
 	static struct program_stat progs[8];
 
 	memset(t, 0, sizeof(*t));
-	snprintf(t->id, sizeof(t->id), "%s", "a-rather-long-task-identifier-from-a-ci-system-0123456789");
+	snprintf(t->id, sizeof(t->id), "%s",
+		 "a-rather-long-task-identifier-from-a-ci-system-0123456789");
 	t->argv = argv;
 	t->argc = argc;
 	t->wall_ns = 123456789012ULL;

@@ -82,8 +82,8 @@ TEST(TIER_UNIT, run_options)
 {
 	struct run_opts o;
 
-	ASSERT_OK(parse(&o, 9, "--id", "job-1", "--label", "pool=ci", "--grace", "0",
-			"--quiet", "--", "sh"),
+	ASSERT_OK(parse(&o, 9, "--id", "job-1", "--label", "pool=ci", "--grace", "0", "--quiet",
+			"--", "sh"),
 		  "full option set");
 	ASSERT_STREQ(o.id, "job-1", "id");
 	ASSERT_EQ(o.nlabels, 1, "labels");
@@ -129,8 +129,10 @@ TEST(TIER_UNIT, run_too_many_labels)
 /* STYLE: --help stays in step with the parser. */
 TEST(TIER_UNIT, run_help_lists_every_option)
 {
-	static const char *const opts[] = { "--id", "--label", "--json", "--grace",
-					    "--keep-leftovers", "--quiet", "--verbose", "--help" };
+	static const char *const opts[] = {
+		"--id",	   "--label",	"--json", "--grace", "--keep-leftovers",
+		"--quiet", "--verbose", "--help"
+	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
 		CHECK(strstr(run_usage, opts[i]), "run --help does not mention %s", opts[i]);
