@@ -63,8 +63,17 @@ void hist_print(FILE *f, const struct tp_hist *h, __u64 div, const char *unit)
 	}
 	fprintf(f, "    %23s : %-10s %s\n", unit, "count", "distribution");
 	for (int i = first; i <= last; i++) {
-		int stars = (int)((h->slots[i] * BAR_WIDTH + max - 1) / max);
+		int stars = (int)((h->slots[i] * BAR_WIDTH + max - 1) / max), gap = i;
 
+		/* A run of three or more empty rows becomes one "..." row. */
+		while (gap <= last && !h->slots[gap])
+			gap++;
+		if (gap - i >= 3) {
+			fprintf(f, "    %10s    %-10s: %-10s |%*s|\n", "...", "", "0", BAR_WIDTH,
+				"");
+			i = gap - 1;
+			continue;
+		}
 		memset(bar, '*', (size_t)stars);
 		memset(bar + stars, ' ', (size_t)(BAR_WIDTH - stars));
 		bar[BAR_WIDTH] = '\0';

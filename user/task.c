@@ -73,8 +73,8 @@ static void format_command(char *buf, size_t width, char *const *argv, int argc)
 		strcpy(buf + width - 3, "...");
 	/* Control characters would break the one-line layout. */
 	for (char *p = buf; *p; p++)
-		if ((unsigned char)*p < 0x20)
-			*p = '?';
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = *p == '\n' || *p == '\t' ? ' ' : '?';
 }
 
 /* Keeps the tail of a long path: the program name matters most. */

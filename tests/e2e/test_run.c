@@ -366,3 +366,30 @@ TEST(TIER_E2E, summary_fits_80_columns)
 	ASSERT_TRUE(strstr(r.err, "run queue") != NULL, "summary printed");
 	ASSERT_EQ(tu_count_long_lines(r.err, 80), 0, "lines over 80 columns");
 }
+
+TEST(TIER_E2E, no_bpf_permission_is_one_line_125)
+{
+	const char *errf = tu_tmp("err");
+	char buf[1024];
+	int status;
+	pid_t pid;
+
+	/* As nobody: no CAP_BPF, so loading must fail with a clear line, not a crash. */
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+		if (fd < 0 || dup2(fd, 2) < 0 || setgid(65534) || setuid(65534))
+			_exit(99);
+		execl(tu_bin(), tu_bin(), "run", "--", "/bin/true", (char *)NULL);
+		_exit(98);
+	}
+	tu_track_pid(pid);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid, "wait");
+	ASSERT_TRUE(WIFEXITED(status), "exited");
+	ASSERT_EQ(WEXITSTATUS(status), 125, "exit status");
+	ASSERT_TRUE(tp_read_file(errf, buf, sizeof(buf)) > 0, "error output");
+	ASSERT_TRUE(!strncmp(buf, "taskprobe: no permission", 24), "names the problem");
+	ASSERT_TRUE(strstr(buf, "root") != NULL, "names the fix");
+	ASSERT_EQ(strchr(buf, '\n') - buf + 1, (long)strlen(buf), "one line");
+}
