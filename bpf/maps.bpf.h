@@ -37,6 +37,27 @@ struct {
 	__type(value, struct tp_global_stats);
 } global_stats SEC(".maps") __weak;
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct tp_io_stats);
+} io_stats SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct tp_ioac_stats);
+} ioac_stats SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct tp_mem_stats);
+} mem_stats SEC(".maps") __weak;
+
 /* Size is set by the loader before load (collector_opts.ringbuf_bytes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -56,7 +77,13 @@ struct {
  * thread as tracked on the hot path, so sched_switch needs no hash lookup.
  */
 struct tp_thread {
-	__u64 runtime_base;   /* se.sum_exec_runtime already charged */
+	__u64 runtime_base; /* se.sum_exec_runtime already charged */
+	/* task->ioac when adopted: a thread born in the task starts at 0 */
+	__u64 rchar_base;
+	__u64 wchar_base;
+	__u64 read_base;
+	__u64 write_base;
+	__u64 cancelled_base;
 	__u64 runnable_since; /* when it last became runnable, 0 when running or asleep */
 	__u32 slot;
 	__u32 gen;
@@ -163,6 +190,11 @@ static __always_inline struct tp_thread *tp_thread_adopt(struct task_struct *t,
 		th->gen = ci->gen;
 		th->runtime_base = t->se.sum_exec_runtime;
 		th->runnable_since = 0;
+		th->rchar_base = t->ioac.rchar;
+		th->wchar_base = t->ioac.wchar;
+		th->read_base = t->ioac.read_bytes;
+		th->write_base = t->ioac.write_bytes;
+		th->cancelled_base = t->ioac.cancelled_write_bytes;
 	}
 	return th;
 }
@@ -180,6 +212,23 @@ static __always_inline void tp_charge_cpu(struct task_struct *t, struct tp_threa
 	if (cs)
 		cs->cpu_ns += rt - th->runtime_base;
 	th->runtime_base = rt;
+}
+
+/* Adds what t's I/O counters grew by since adoption to its task (t is exiting). */
+static __always_inline void tp_charge_ioac(struct task_struct *t, struct tp_thread *th)
+{
+	struct tp_ioac_stats *io;
+	__u32 slot = th->slot;
+
+	io = bpf_map_lookup_elem(&ioac_stats, &slot);
+	if (!io)
+		return;
+	__sync_fetch_and_add(&io->rchar, t->ioac.rchar - th->rchar_base);
+	__sync_fetch_and_add(&io->wchar, t->ioac.wchar - th->wchar_base);
+	__sync_fetch_and_add(&io->read_bytes, t->ioac.read_bytes - th->read_base);
+	__sync_fetch_and_add(&io->write_bytes, t->ioac.write_bytes - th->write_base);
+	__sync_fetch_and_add(&io->cancelled_write_bytes,
+			     t->ioac.cancelled_write_bytes - th->cancelled_base);
 }
 
 #endif /* TP_MAPS_BPF_H */

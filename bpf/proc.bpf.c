@@ -99,8 +99,10 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	slot = ci->slot;
 	/* Charge now, in case the last switch-out is one the kernel does not trace. */
 	th = tp_thread_get(p);
-	if (th)
+	if (th) {
 		tp_charge_cpu(p, th);
+		tp_charge_ioac(p, th);
+	}
 	/* signal->live was decremented just before this tracepoint in do_exit(). */
 	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	if (group_dead) {

@@ -42,6 +42,36 @@ struct tp_proc_stats {
 	__u64 threads;
 };
 
+/* Per-CPU, per-slot block-layer figures, charged to the task that submitted the I/O. */
+struct tp_io_stats {
+	__u64 read_ops;
+	__u64 write_ops;
+	__u64 read_bytes;  /* block layer, completed */
+	__u64 write_bytes; /* block layer, completed */
+	__u64 lat_count;
+	__u64 lat_sum_ns;
+	__u64 lat_hist[TP_HIST_SLOTS];
+};
+
+/*
+ * Per-slot I/O accounting of the kernel's own (task->ioac, what /proc/PID/io shows),
+ * summed over the task's exited threads; updated atomically at thread exit.
+ */
+struct tp_ioac_stats {
+	__u64 rchar;
+	__u64 wchar;
+	__u64 read_bytes;
+	__u64 write_bytes;
+	__u64 cancelled_write_bytes;
+};
+
+/* Per-slot memory: resident bytes of the task's address spaces now, and the most. */
+struct tp_mem_stats {
+	__s64 rss_bytes;
+	__s64 peak_rss_bytes;
+	__u64 oom_kills;
+};
+
 /* Counters that belong to no task: health of the collector itself. */
 struct tp_global_stats {
 	__u64 lost_events;

@@ -45,7 +45,7 @@ static void *keep(void *p)
 const char *tu_tmp(const char *name)
 {
 	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof(tmpdir), "/tmp/taskprobe-test.XXXXXX");
+		snprintf(tmpdir, sizeof(tmpdir), "/var/tmp/taskprobe-test.XXXXXX");
 		if (!mkdtemp(tmpdir)) {
 			tmpdir[0] = '\0';
 			return "/nonexistent";

@@ -16,7 +16,7 @@ struct tu_result {
 	__u64 wall_ns;
 };
 
-/* A path named name in this test's temporary directory (removed after the test). */
+/* A path in this test's temporary directory, on disk (/var/tmp), removed after the test. */
 const char *tu_tmp(const char *name);
 /* Runs argv (NULL-terminated) with output captured; killed after timeout_s. */
 int tu_run(char *const argv[], struct tu_result *r, int timeout_s);

@@ -90,6 +90,36 @@ int cgroup_id(const char *path, __u64 *id)
 	return 0;
 }
 
+/*
+ * Where cgroup2 has the memory controller (unified hosts), turn it on down to task
+ * cgroups so that memory.peak exists. A hybrid host binds it to v1: nothing to do.
+ */
+static void enable_memory(const char *root, const char *parent)
+{
+	char file[PATH_MAX], buf[512];
+
+	snprintf(file, sizeof(file), "%s/cgroup.controllers", root);
+	if (tp_read_file(file, buf, sizeof(buf)) <= 0 || !strstr(buf, "memory"))
+		return;
+	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", root);
+	tp_write_file(file, "+memory");
+	snprintf(file, sizeof(file), "%s/cgroup.subtree_control", parent);
+	tp_write_file(file, "+memory");
+}
+
+int cgroup_read_u64(const char *path, const char *file, __u64 *v)
+{
+	char full[PATH_MAX], buf[64], *end;
+	ssize_t n;
+
+	snprintf(full, sizeof(full), "%s/%s", path, file);
+	n = tp_read_file(full, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	*v = strtoull(buf, &end, 10);
+	return end == buf ? -ENODATA : 0;
+}
+
 int cgroup_make_task(const char *root, const char *id, char *path, size_t len)
 {
 	char parent[PATH_MAX];
@@ -102,6 +132,7 @@ int cgroup_make_task(const char *root, const char *id, char *path, size_t len)
 	for (int tries = 0; tries < 10; tries++) {
 		if (mkdir(parent, 0755) && errno != EEXIST)
 			return -errno;
+		enable_memory(root, parent);
 		if (!mkdir(path, 0755))
 			return 0;
 		if (errno == ENOENT)

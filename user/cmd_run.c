@@ -420,7 +420,6 @@ static void report_open_error(int err)
 {
 	switch (err) {
 	case EPERM:
-	case EACCES:
 		tp_err("no permission to load BPF programs; run as root, or grant CAP_BPF, "
 		       "CAP_PERFMON and CAP_SYS_ADMIN");
 		break;
@@ -537,6 +536,7 @@ static int run_task(struct run_opts *o)
 	task_set_programs(&rec, progs, nprogs);
 	rec.lost_total = collector__lost_total(c);
 	rec.have_cpu_stat = !cgroup_read_cpu_stat(st.cgroup, &rec.cpu_stat);
+	rec.have_memory_peak = !cgroup_read_u64(st.cgroup, "memory.peak", &rec.memory_peak);
 
 	if (!o->quiet)
 		task_print_summary(stderr, &rec);

@@ -29,6 +29,14 @@ _Static_assert(sizeof(struct tp_exit_event) == 32 + 16 + TP_COMM_LEN, "ABI: tp_e
 _Static_assert(sizeof(struct tp_fork_event) == 40, "ABI: tp_fork_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (3 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
 _Static_assert(sizeof(struct tp_proc_stats) == 8 * 8, "ABI: tp_proc_stats");
+_Static_assert(sizeof(struct tp_io_stats) == (6 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
+_Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
+_Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
+
+/* The largest per-CPU value read through percpu_buf. */
+#define PERCPU_VALUE_MAX                                                                           \
+	(sizeof(struct tp_cpu_stats) > sizeof(struct tp_io_stats) ? sizeof(struct tp_cpu_stats)    \
+								  : sizeof(struct tp_io_stats))
 
 /* Which program a live process runs, and how much of its CPU was already attributed. */
 struct proc_info {
@@ -234,7 +242,7 @@ struct collector *collector__open(const struct collector_opts *opts)
 		err = c->ncpus ? c->ncpus : -EINVAL;
 		goto cleanup;
 	}
-	c->percpu_buf = calloc((size_t)c->ncpus, sizeof(struct tp_cpu_stats));
+	c->percpu_buf = calloc((size_t)c->ncpus, PERCPU_VALUE_MAX);
 	if (!c->percpu_buf) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -288,15 +296,22 @@ void collector__free(struct collector *c)
 
 static int zero_slot_maps(struct collector *c, __u32 slot)
 {
-	struct tp_proc_stats ps = { 0 };
-	int err;
+	struct bpf_map *percpu[] = { c->skel->maps.cpu_stats, c->skel->maps.io_stats };
+	struct bpf_map *shared[] = { c->skel->maps.proc_stats, c->skel->maps.ioac_stats,
+				     c->skel->maps.mem_stats };
+	char zero[sizeof(struct tp_proc_stats)] = { 0 };
 
-	memset(c->percpu_buf, 0, (size_t)c->ncpus * sizeof(struct tp_cpu_stats));
-	err = bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_stats), &slot, c->percpu_buf, 0);
-	if (err)
-		return -errno;
-	err = bpf_map_update_elem(bpf_map__fd(c->skel->maps.proc_stats), &slot, &ps, 0);
-	return err ? -errno : 0;
+	_Static_assert(sizeof(struct tp_proc_stats) >= sizeof(struct tp_ioac_stats) &&
+			       sizeof(struct tp_proc_stats) >= sizeof(struct tp_mem_stats),
+		       "zero buffer too small");
+	memset(c->percpu_buf, 0, (size_t)c->ncpus * PERCPU_VALUE_MAX);
+	for (size_t i = 0; i < ARRAY_SIZE(percpu); i++)
+		if (bpf_map_update_elem(bpf_map__fd(percpu[i]), &slot, c->percpu_buf, 0))
+			return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(shared); i++)
+		if (bpf_map_update_elem(bpf_map__fd(shared[i]), &slot, zero, 0))
+			return -errno;
+	return 0;
 }
 
 /* Adds path and every cgroup below it; descendants made later come from cgroup_mkdir. */
@@ -452,6 +467,33 @@ int collector__sync(struct collector *c)
 	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
 }
 
+static int read_io_mem(struct collector *c, __u32 key, struct task_figures *out)
+{
+	const struct tp_io_stats *io = c->percpu_buf;
+	struct tp_mem_stats ms;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.io_stats), &key, c->percpu_buf))
+		return -errno;
+	for (int cpu = 0; cpu < c->ncpus; cpu++) {
+		out->io_read_ops += io[cpu].read_ops;
+		out->io_write_ops += io[cpu].write_ops;
+		out->io_blk_read_bytes += io[cpu].read_bytes;
+		out->io_blk_write_bytes += io[cpu].write_bytes;
+		out->io_latency.count += io[cpu].lat_count;
+		out->io_latency.sum += io[cpu].lat_sum_ns;
+		for (int i = 0; i < TP_HIST_SLOTS; i++)
+			out->io_latency.slots[i] += io[cpu].lat_hist[i];
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.ioac_stats), &key, &out->ioac))
+		return -errno;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.mem_stats), &key, &ms))
+		return -errno;
+	out->rss_bytes = ms.rss_bytes;
+	out->peak_rss_bytes = ms.peak_rss_bytes;
+	out->oom_kills = ms.oom_kills;
+	return 0;
+}
+
 int collector__read(struct collector *c, int slot, struct task_figures *out)
 {
 	const struct tp_cpu_stats *cs = c->percpu_buf;
@@ -481,7 +523,7 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	out->max_alive = ps.max_alive;
 	out->lost_events = ps.lost_events;
 	out->events_received = c->slots[slot].events;
-	return 0;
+	return read_io_mem(c, key, out);
 }
 
 const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n)

@@ -41,6 +41,18 @@ struct task_figures {
 	__u64 lost_events;     /* events the ring buffer had no room for */
 	__u64 events_received; /* events drained so far */
 	struct tp_hist runq;
+	/* block layer: requests the task's threads submitted, completed */
+	__u64 io_read_ops;
+	__u64 io_write_ops;
+	__u64 io_blk_read_bytes;
+	__u64 io_blk_write_bytes;
+	struct tp_hist io_latency;
+	/* task->ioac of exited threads (/proc/PID/io): bytes charged to their causer */
+	struct tp_ioac_stats ioac;
+	/* resident memory of the task's address spaces, from rss_stat */
+	__s64 rss_bytes;
+	__s64 peak_rss_bytes;
+	__u64 oom_kills;
 };
 
 /* Loads and attaches; NULL with errno set (EPERM: no BPF permission, ENOENT: no BTF). */

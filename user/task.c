@@ -22,6 +22,16 @@ int task_exit_status(const struct task_record *t)
 	return t->end == TASK_SIGNALED ? 128 + t->signal : t->exit_code;
 }
 
+__u64 task_mem_peak(const struct task_record *t, const char **source)
+{
+	if (t->have_memory_peak) {
+		*source = "cgroup:memory.peak";
+		return t->memory_peak;
+	}
+	*source = "bpf:rss_stat";
+	return t->fig.peak_rss_bytes > 0 ? (__u64)t->fig.peak_rss_bytes : 0;
+}
+
 static int by_cpu_desc(const void *a, const void *b)
 {
 	const struct program_stat *x = a, *y = b;
@@ -143,6 +153,31 @@ static void print_programs(FILE *f, const struct task_record *t)
 			t->nprogs - TOP_PROGRAMS);
 }
 
+static void print_io_mem(FILE *f, const struct task_record *t)
+{
+	const struct task_figures *g = &t->fig;
+	char a[32], b[32], c[32], d[32];
+	const char *src;
+
+	fprintf(f, "  disk       read %s, wrote %s; %llu reads, %llu writes\n",
+		tp_fmt_bytes(a, sizeof(a), g->ioac.read_bytes),
+		tp_fmt_bytes(b, sizeof(b), g->ioac.write_bytes), (unsigned long long)g->io_read_ops,
+		(unsigned long long)g->io_write_ops);
+	if (g->io_latency.count)
+		fprintf(f, "             latency p50 %s, p99 %s; syscalls read %s, wrote %s\n",
+			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->io_latency, 0.50)),
+			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->io_latency, 0.99)),
+			tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
+			tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
+	else
+		fprintf(f, "             syscalls read %s, wrote %s\n",
+			tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
+			tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
+	tp_fmt_bytes(a, sizeof(a), task_mem_peak(t, &src));
+	fprintf(f, "  memory     peak %s (%s), %llu OOM kills\n", a, src,
+		(unsigned long long)g->oom_kills);
+}
+
 void task_print_summary(FILE *f, const struct task_record *t)
 {
 	char cmd[SUMMARY_WIDTH], a[32], b[32], c[32];
@@ -160,6 +195,7 @@ void task_print_summary(FILE *f, const struct task_record *t)
 	fprintf(f, "  processes  %llu started, %llu execs, %llu failed, at most %lld alive\n",
 		(unsigned long long)g->forks, (unsigned long long)g->execs,
 		(unsigned long long)g->failed_exits, (long long)g->max_alive);
+	print_io_mem(f, t);
 	print_leftovers(f, t);
 	print_programs(f, t);
 	fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n", (unsigned long long)g->runq.count,
@@ -203,6 +239,7 @@ static void write_hist(struct jw *w, const char *name, const struct tp_hist *h, 
 static void write_metrics(struct jw *w, const struct task_record *t)
 {
 	const struct task_figures *g = &t->fig;
+	const char *mem_src;
 
 	jw_key(w, "metrics");
 	jw_obj_begin(w);
@@ -218,6 +255,17 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "proc.failed_exits", g->failed_exits);
 	jw_ku64(w, "proc.max_alive", g->max_alive > 0 ? (__u64)g->max_alive : 0);
 	jw_ku64(w, "proc.threads", g->threads);
+	jw_ku64(w, "proc.oom_kills", g->oom_kills);
+	jw_ku64(w, "io.read_bytes", g->ioac.read_bytes);
+	jw_ku64(w, "io.write_bytes", g->ioac.write_bytes);
+	jw_ku64(w, "io.cancelled_write_bytes", g->ioac.cancelled_write_bytes);
+	jw_ku64(w, "io.rchar", g->ioac.rchar);
+	jw_ku64(w, "io.wchar", g->ioac.wchar);
+	jw_ku64(w, "io.read_ops", g->io_read_ops);
+	jw_ku64(w, "io.write_ops", g->io_write_ops);
+	jw_ku64(w, "io.blk_read_bytes", g->io_blk_read_bytes);
+	jw_ku64(w, "io.blk_write_bytes", g->io_blk_write_bytes);
+	jw_ku64(w, "mem.peak_bytes", task_mem_peak(t, &mem_src));
 	jw_ku64(w, "lost_events", g->lost_events);
 	jw_obj_end(w);
 
@@ -229,7 +277,11 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		jw_kstr(w, "cpu.system_ns", "cgroup:cpu.stat");
 	}
 	jw_kstr(w, "proc", "bpf:sched_process_fork,exec,exit");
-	jw_kstr(w, "cpu.runq_latency", "bpf:sched_wakeup,sched_switch");
+	jw_kstr(w, "cpu.runq_latency", "bpf:sched_switch,sched_info");
+	jw_kstr(w, "io.read_bytes", "bpf:task ioac at thread exit");
+	jw_kstr(w, "io.write_bytes", "bpf:task ioac at thread exit");
+	jw_kstr(w, "io.ops", "bpf:block_io_start,block_rq_complete");
+	jw_kstr(w, "mem.peak_bytes", mem_src);
 	jw_obj_end(w);
 }
 
@@ -298,6 +350,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
 	write_hist(w, "cpu.runq_latency", &t->fig.runq, "ns");
+	write_hist(w, "io.latency", &t->fig.io_latency, "ns");
 	jw_obj_end(w);
 
 	jw_key(w, "collector");

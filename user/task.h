@@ -45,6 +45,8 @@ struct task_record {
 	struct task_figures fig;
 	bool have_cpu_stat;
 	struct cg_cpu_stat cpu_stat;
+	bool have_memory_peak; /* the cgroup's memory.peak, preferred to BPF's */
+	__u64 memory_peak;
 	struct program_stat *progs; /* sorted by CPU, most first */
 	size_t nprogs;
 	int leftovers;
@@ -52,6 +54,8 @@ struct task_record {
 	__u64 lost_total;
 };
 
+/* mem.peak_bytes and where it came from. */
+__u64 task_mem_peak(const struct task_record *t, const char **source);
 /* The shell-style status: the code, or 128 + signal. */
 int task_exit_status(const struct task_record *t);
 /* Copies and sorts the program table into t (owned by t; free with task_record_fini). */

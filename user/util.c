@@ -145,6 +145,24 @@ char *tp_fmt_dur(char *buf, size_t len, __u64 ns)
 	return buf;
 }
 
+char *tp_fmt_bytes(char *buf, size_t len, __u64 bytes)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
 char *tp_fmt_time(char *buf, size_t len, __u64 realtime_ns)
 {
 	time_t secs = (time_t)(realtime_ns / 1000000000ULL);

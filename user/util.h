@@ -32,6 +32,8 @@ __u64 tp_now_ns(void);	    /* CLOCK_MONOTONIC */
 __u64 tp_realtime_ns(void); /* CLOCK_REALTIME */
 /* "1.52 s", "340 ms", "12 us": a duration in a few characters. */
 char *tp_fmt_dur(char *buf, size_t len, __u64 ns);
+/* "64.0 MiB", "512 B": a size in a few characters. */
+char *tp_fmt_bytes(char *buf, size_t len, __u64 bytes);
 /* ISO 8601 UTC with milliseconds. */
 char *tp_fmt_time(char *buf, size_t len, __u64 realtime_ns);
 

@@ -434,3 +434,99 @@ TEST(TIER_BPF, reused_slot_ignores_old_threads)
 out:
 	collector__free(c);
 }
+
+static int direct_io_driver(void *arg)
+{
+	const char *path = arg;
+	size_t len = 1 << 20;
+	void *buf;
+	int fd;
+
+	if (posix_memalign(&buf, 4096, len))
+		return 1;
+	memset(buf, 7, len);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_DIRECT, 0600);
+	if (fd < 0)
+		return 2;
+	for (int i = 0; i < 16; i++)
+		if (pwrite(fd, buf, len, (off_t)i * (off_t)len) != (ssize_t)len)
+			return 3;
+	close(fd);
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return 4;
+	for (int i = 0; i < 8; i++)
+		if (pread(fd, buf, len, (off_t)i * (off_t)len) != (ssize_t)len)
+			return 5;
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+TEST(TIER_BPF, direct_io_bytes_exact)
+{
+	struct collector *c = open_collector(0);
+	struct task_figures f;
+	char cg[4096], path[4096];
+	int slot;
+
+	if (!c)
+		return;
+	snprintf(path, sizeof(path), "%s", tu_tmp("direct"));
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(cg, direct_io_driver, path), NULL), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	/* 16 MiB written and 8 MiB read with O_DIRECT, no page cache in between. */
+	ASSERT_EQ(f.ioac.write_bytes, 16 << 20, "write_bytes (task ioac)");
+	ASSERT_EQ(f.ioac.read_bytes, 8 << 20, "read_bytes (task ioac)");
+	ASSERT_EQ(f.io_blk_write_bytes, 16 << 20, "block-layer write bytes");
+	ASSERT_EQ(f.io_blk_read_bytes, 8 << 20, "block-layer read bytes");
+	ASSERT_GE(f.io_write_ops, 16, "write requests");
+	ASSERT_GE(f.io_read_ops, 8, "read requests");
+	ASSERT_EQ(f.io_latency.count, f.io_read_ops + f.io_write_ops, "a latency per request");
+	/* +1: the "0" the driver wrote to cgroup.procs is counted once it is inside. */
+	ASSERT_EQ(f.ioac.wchar, (16 << 20) + 1, "wchar");
+out:
+	collector__free(c);
+}
+
+static int touch_driver(void *arg)
+{
+	size_t len = 64 << 20;
+	char *p = malloc(len);
+
+	if (!p)
+		return 1;
+	for (size_t i = 0; i < len; i += 4096)
+		p[i] = 1;
+	free(p);
+	return 0;
+}
+
+TEST(TIER_BPF, peak_rss_covers_touched_memory)
+{
+	struct collector *c = open_collector(0);
+	struct task_figures f;
+	char cg[4096];
+	int slot;
+
+	if (!c)
+		return;
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "make cgroup"))
+		goto out;
+	slot = collector__track(c, cg);
+	if (!ASSERT_GE(slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(cg, touch_driver, NULL), NULL), 0, "driver");
+	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
+	ASSERT_GE(f.peak_rss_bytes, 64 << 20, "peak covers 64 MiB touched");
+	/* The driver is a copy of this (ASan) test binary: allow for its own memory. */
+	ASSERT_LE(f.peak_rss_bytes, (64 << 20) + (512 << 20), "peak is not wildly off");
+	ASSERT_LE(f.rss_bytes, 4 << 20, "resident memory falls back when the task is gone");
+out:
+	collector__free(c);
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory programs: resident memory of a task's address spaces, summed, with its high
+ * water mark (the fallback when the cgroup has no memory.peak), and OOM kills.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+
+#define PAGE_SHIFT 12
+#define NR_MM_COUNTERS 4
+#define MM_SWAPENTS 2
+
+/* What was last charged for one address space (pages: file, anon, shmem). */
+struct tp_mm {
+	__s64 pages[3];
+	__u32 slot;
+	__u32 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct tp_mm);
+} mms SEC(".maps");
+
+/* Records the counter's new value; returns how much it grew. */
+static __always_inline __s64 take_pages(struct tp_mm *m, int i, __s64 pages)
+{
+	__s64 delta;
+
+	if (pages < 0)
+		pages = 0;
+	delta = pages - m->pages[i];
+	m->pages[i] = pages;
+	return delta;
+}
+
+static __always_inline void mem_add(__u32 slot, __s64 bytes)
+{
+	struct tp_mem_stats *ms = bpf_map_lookup_elem(&mem_stats, &slot);
+	__s64 n, cur;
+
+	if (!ms || !bytes)
+		return;
+	n = __sync_fetch_and_add(&ms->rss_bytes, bytes) + bytes;
+	cur = ms->peak_rss_bytes;
+	for (int i = 0; i < 8 && n > cur; i++) {
+		__s64 old = __sync_val_compare_and_swap(&ms->peak_rss_bytes, cur, n);
+
+		if (old == cur)
+			break;
+		cur = old;
+	}
+}
+
+/*
+ * Fires whenever a counter of an address space changes, often from a context other
+ * than its owner (fork copies the child's pages, reclaim, exit): the owner decides.
+ * The first event of an address space charges everything it holds then.
+ */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
+{
+	__u64 key = (__u64)mm;
+	struct tp_cgroup_info *ci;
+	struct task_struct *owner;
+	struct tp_mm *m, fresh = {};
+	__u32 idx = (__u32)member, slot, *gen;
+	__s64 delta;
+
+	if (idx >= NR_MM_COUNTERS || idx == MM_SWAPENTS)
+		return 0;
+	m = bpf_map_lookup_elem(&mms, &key);
+	if (!m) {
+		/* mm->owner is not a trusted pointer: find its task by its cgroup. */
+		owner = mm->owner;
+		if (!owner)
+			return 0;
+		ci = tp_cgroup_lookup(BPF_CORE_READ(owner, cgroups, dfl_cgrp, kn, id));
+		if (!ci)
+			return 0;
+		fresh.slot = ci->slot;
+		fresh.gen = ci->gen;
+		if (bpf_map_update_elem(&mms, &key, &fresh, BPF_NOEXIST))
+			return 0;
+		m = bpf_map_lookup_elem(&mms, &key);
+		if (!m)
+			return 0;
+	}
+	slot = m->slot;
+	gen = bpf_map_lookup_elem(&slot_gen, &slot);
+	if (!gen || *gen != m->gen) {
+		/* Its task is over (or the address belongs to a new mm of no task). */
+		bpf_map_delete_elem(&mms, &key);
+		return 0;
+	}
+	/* Constant offsets and indexes: the verifier takes no variable ones here. */
+	switch (idx) {
+	case 0:
+		delta = take_pages(m, 0, mm->rss_stat[0].count);
+		break;
+	case 1:
+		delta = take_pages(m, 1, mm->rss_stat[1].count);
+		break;
+	default:
+		delta = take_pages(m, 2, mm->rss_stat[3].count);
+		break;
+	}
+	mem_add(slot, delta << PAGE_SHIFT);
+	/* Torn down: forget it, so that a new mm at this address starts afresh. */
+	if (!m->pages[0] && !m->pages[1] && !m->pages[2])
+		bpf_map_delete_elem(&mms, &key);
+	return 0;
+}
+
+SEC("tp_btf/mark_victim")
+int BPF_PROG(tp_mark_victim, struct task_struct *task, uid_t uid)
+{
+	struct tp_thread *th = tp_thread_get(task);
+	struct tp_mem_stats *ms;
+	__u32 slot;
+
+	if (!th)
+		return 0;
+	slot = th->slot;
+	ms = bpf_map_lookup_elem(&mem_stats, &slot);
+	if (ms)
+		__sync_fetch_and_add(&ms->oom_kills, 1);
+	return 0;
+}

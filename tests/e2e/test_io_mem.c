@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+/* End-to-end tests: disk bytes charged to their causer, and peak memory, against truth. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static const struct json *run_task(const char *name, const char *script)
+{
+	const char *json = tu_tmp(name);
+	struct tu_result r;
+
+	tu_tp(&r, 120, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
+	if (!CHECK(r.status == 0, "%s: status %d: %s", name, r.status, r.err))
+		return NULL;
+	return tu_load_json(json);
+}
+
+TEST(TIER_E2E, direct_io_bytes_within_2_percent)
+{
+	char file[512], script[1024];
+	const struct json *w, *r;
+
+	snprintf(file, sizeof(file), "%s", tu_tmp("data"));
+	snprintf(script, sizeof(script),
+		 "dd if=/dev/zero of=%s bs=1M count=64 oflag=direct status=none", file);
+	w = run_task("write.json", script);
+	snprintf(script, sizeof(script), "dd if=%s of=/dev/null bs=1M iflag=direct status=none",
+		 file);
+	r = run_task("read.json", script);
+	if (!w || !r)
+		return;
+	ASSERT_NEAR(tu_metric(w, "io.write_bytes"), 64 * MIB, 0.02, "direct write bytes");
+	ASSERT_NEAR(tu_metric(w, "io.blk_write_bytes"), 64 * MIB, 0.02, "block-layer write bytes");
+	ASSERT_NEAR(tu_metric(r, "io.read_bytes"), 64 * MIB, 0.02, "direct read bytes");
+	ASSERT_NEAR(tu_metric(r, "io.blk_read_bytes"), 64 * MIB, 0.02, "block-layer read bytes");
+	ASSERT_GE(tu_metric(w, "io.write_ops"), 64, "write requests (at most 1 MiB each)");
+	ASSERT_GE(tu_metric(r, "io.read_ops"), 64, "read requests");
+	ASSERT_EQ(tu_num(json_get(json_get(w, "histograms"), "io.latency"), "count"),
+		  tu_metric(w, "io.write_ops") + tu_metric(w, "io.read_ops"),
+		  "one latency per request");
+}
+
+TEST(TIER_E2E, buffered_write_charged_to_writer)
+{
+	char file[512], script[1024], idle_json[512], busy_json[512];
+	const struct json *busy, *idle;
+	pid_t a, b;
+	int st;
+
+	snprintf(file, sizeof(file), "%s", tu_tmp("data"));
+	snprintf(busy_json, sizeof(busy_json), "%s", tu_tmp("busy.json"));
+	snprintf(idle_json, sizeof(idle_json), "%s", tu_tmp("idle.json"));
+	/* Buffered: the flusher may write the pages back; fsync makes it this task's. */
+	snprintf(script, sizeof(script),
+		 "dd if=/dev/zero of=%s bs=1M count=64 conv=fsync status=none", file);
+	a = fork();
+	if (a == 0) {
+		execl(tu_bin(), tu_bin(), "run", "--quiet", "--json", busy_json, "--", "sh", "-c",
+		      script, (char *)NULL);
+		_exit(127);
+	}
+	b = fork();
+	if (b == 0) {
+		execl(tu_bin(), tu_bin(), "run", "--quiet", "--json", idle_json, "--", "sleep", "1",
+		      (char *)NULL);
+		_exit(127);
+	}
+	tu_track_pid(a);
+	tu_track_pid(b);
+	ASSERT_TRUE(waitpid(a, &st, 0) == a && WIFEXITED(st) && !WEXITSTATUS(st), "writer");
+	ASSERT_TRUE(waitpid(b, &st, 0) == b && WIFEXITED(st) && !WEXITSTATUS(st), "idle");
+	busy = tu_load_json(busy_json);
+	idle = tu_load_json(idle_json);
+	if (!busy || !idle)
+		return;
+	ASSERT_NEAR(tu_metric(busy, "io.write_bytes"), 64 * MIB, 0.05, "buffered write bytes");
+	ASSERT_NEAR(tu_metric(busy, "io.wchar"), 64 * MIB, 0.01, "write() bytes");
+	ASSERT_EQ(tu_metric(idle, "io.write_bytes"), 0, "the idle task wrote nothing");
+	ASSERT_EQ(tu_metric(idle, "io.write_ops"), 0, "the idle task's write requests");
+	ASSERT_EQ(tu_metric(idle, "io.blk_write_bytes"), 0, "the idle task's block writes");
+}
+
+TEST(TIER_E2E, peak_memory_within_5_percent)
+{
+	const char *json = tu_tmp("task.json"), *truth = tu_tmp("truth");
+	const struct json *rec;
+	struct tu_result r;
+	double base = 0, after = 0, peak;
+	FILE *f;
+
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", tu_helper("memtouch"), "300", truth,
+	      NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	f = fopen(truth, "r");
+	if (!rec || !CHECK(f && fscanf(f, "%lf %lf", &base, &after) == 2, "truth file"))
+		goto out;
+	peak = tu_metric(rec, "mem.peak_bytes");
+	ASSERT_GE(peak, 300 * MIB, "peak covers the 300 MiB touched");
+	ASSERT_NEAR(peak, 300 * MIB + base, 0.05, "peak vs 300 MiB + baseline RSS");
+	ASSERT_NEAR(peak, after, 0.05, "peak vs the RSS the process saw itself");
+	ASSERT_EQ(tu_metric(rec, "proc.oom_kills"), 0, "no OOM kill");
+out:
+	if (f)
+		fclose(f);
+}
