@@ -18,6 +18,10 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "config.h"
+#include "hostinfo.h"
+#include "sampler.h"
+#include "store.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -34,6 +38,11 @@ const char run_usage[] =
 	"                    through cgroup.kill (default 5; 0 kills at once)\n"
 	"  --keep-leftovers  leave processes that outlive CMD running; stop counting\n"
 	"  --quiet           print no summary\n"
+	"  --db PATH         the task database (default: the config's db, else\n"
+	"                    /var/lib/taskprobe/taskprobe.db)\n"
+	"  --no-db           do not store the task\n"
+	"  --interval MS     series sampling interval, 100 to 60000 (default 1000)\n"
+	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  -v, --verbose     debug output, libbpf's included\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -47,6 +56,10 @@ enum {
 	OPT_GRACE,
 	OPT_KEEP,
 	OPT_QUIET,
+	OPT_DB,
+	OPT_NO_DB,
+	OPT_INTERVAL,
+	OPT_CONFIG,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -58,6 +71,10 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "keep-leftovers", no_argument, NULL, OPT_KEEP },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "no-db", no_argument, NULL, OPT_NO_DB },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -67,6 +84,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->grace_s = RUN_GRACE_DEFAULT;
+	o->interval_ms = RUN_INTERVAL_DEFAULT;
 	/* 0, not 1: glibc then forgets its position inside a previous argv. */
 	optind = 0;
 	opterr = 0;
@@ -110,6 +128,23 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_KEEP:
 			o->keep_leftovers = true;
+			break;
+		case OPT_DB:
+			o->db_path = optarg;
+			break;
+		case OPT_NO_DB:
+			o->no_db = true;
+			break;
+		case OPT_CONFIG:
+			o->config_path = optarg;
+			break;
+		case OPT_INTERVAL:
+			if (tp_parse_u64(optarg, RUN_INTERVAL_MAX, &o->interval_ms) ||
+			    o->interval_ms < RUN_INTERVAL_MIN) {
+				tp_err("run: invalid --interval '%.*s': milliseconds from %d to %d",
+				       32, optarg, RUN_INTERVAL_MIN, RUN_INTERVAL_MAX);
+				return -EINVAL;
+			}
 			break;
 		case 'q':
 		case OPT_QUIET:
@@ -245,6 +280,8 @@ struct run_state {
 	int events_fd;
 	int timer_fd;
 	int tick_fd;
+	int series_fd;
+	struct sampler *sampler;
 	bool main_done;
 	bool done;
 	int wstatus;
@@ -344,6 +381,8 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 	epoll_ctl(ep, EPOLL_CTL_ADD, st->timer_fd, &ev);
 	ev.data.fd = st->tick_fd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, st->tick_fd, &ev);
+	ev.data.fd = st->series_fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, st->series_fd, &ev);
 	ev.data.fd = collector__epoll_fd(c);
 	epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	ev.events = EPOLLPRI;
@@ -377,6 +416,14 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 					st->action = LEFTOVER_KILLED;
 					cgroup_kill(st->cgroup);
 				}
+			} else if (fd == st->series_fd) {
+				__u64 ticks;
+
+				if (read(st->series_fd, &ticks, sizeof(ticks)) > 0) {
+					collector__poll(c, 0);
+					/* A full disk must not stop the task: the next flush retries. */
+					sampler__sample(st->sampler, tp_now_ns());
+				}
 			} else if (fd == st->tick_fd) {
 				__u64 ticks;
 
@@ -395,7 +442,9 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 	return err;
 }
 
-static void fill_record(struct task_record *t, const struct run_opts *o, const struct run_state *st)
+/* What is known before the task starts: enough for its row in the store. */
+static void fill_identity(struct task_record *t, const struct run_opts *o,
+			  const struct run_state *st)
 {
 	snprintf(t->id, sizeof(t->id), "%s", o->id);
 	t->argv = o->argv;
@@ -405,6 +454,10 @@ static void fill_record(struct task_record *t, const struct run_opts *o, const s
 	snprintf(t->cgroup, sizeof(t->cgroup), "%s", st->cgroup);
 	if (gethostname(t->host, sizeof(t->host) - 1))
 		strcpy(t->host, "unknown");
+}
+
+static void fill_end(struct task_record *t, const struct run_state *st)
+{
 	if (WIFSIGNALED(st->wstatus)) {
 		t->end = TASK_SIGNALED;
 		t->signal = WTERMSIG(st->wstatus);
@@ -414,6 +467,25 @@ static void fill_record(struct task_record *t, const struct run_opts *o, const s
 	}
 	t->leftovers = st->leftovers;
 	t->leftover_action = st->action;
+}
+
+/* Config, then the store: a bad config line or an unusable database stops us early. */
+static int open_store(const struct run_opts *o, struct config *cfg, struct store **store)
+{
+	*store = NULL;
+	config_defaults(cfg);
+	if (config_load(cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
+			o->config_path != NULL))
+		return -EINVAL;
+	if (o->no_db)
+		return 0;
+	*store = store__open(o->db_path ? o->db_path : cfg->db, true);
+	if (!*store)
+		return -EIO;
+	/* Housekeeping that must not fail the task: errors were printed already. */
+	store__mark_lost(*store);
+	store__retain(*store, cfg->retain_days, cfg->max_db_mb);
+	return 0;
 }
 
 static void report_open_error(int err)
@@ -454,24 +526,35 @@ static int run_task(struct run_opts *o)
 	};
 	struct itimerspec tick = { .it_interval.tv_nsec = COLLECTOR_DRAIN_MS * 1000000L,
 				   .it_value.tv_nsec = COLLECTOR_DRAIN_MS * 1000000L };
+	struct itimerspec every = { 0 };
 	struct task_record rec = { 0 };
+	struct label host_labels[HOST_LABELS];
 	const struct program_stat *progs;
+	char root[PATH_MAX], host_store[1024];
+	struct sampler sampler = { 0 };
+	struct store *store = NULL;
 	sigset_t mask, oldmask;
 	struct collector *c = NULL;
-	char root[PATH_MAX];
+	struct config cfg;
 	int slot = -1, sfd = -1, exec_err = 0, err, ret = EXIT_TP_FAILED;
+	__s64 tid = -1;
 	size_t nprogs;
+
+	st.series_fd = -1;
+	st.sampler = &sampler;
+	if (open_store(o, &cfg, &store))
+		return EXIT_TP_FAILED;
 
 	err = cgroup2_mount(root, sizeof(root));
 	if (err) {
 		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
 		       "/sys/fs/cgroup' (or /sys/fs/cgroup/unified on a hybrid host)");
-		return EXIT_TP_FAILED;
+		goto out;
 	}
 	c = collector__open(NULL);
 	if (!c) {
 		report_open_error(errno);
-		return EXIT_TP_FAILED;
+		goto out;
 	}
 	err = cgroup_make_task(root, o->id, st.cgroup, sizeof(st.cgroup));
 	if (err) {
@@ -489,6 +572,12 @@ static int run_task(struct run_opts *o)
 	st.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (st.tick_fd >= 0)
 		timerfd_settime(st.tick_fd, 0, &tick, NULL);
+	st.series_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	every.it_interval.tv_sec = (time_t)(o->interval_ms / 1000);
+	every.it_interval.tv_nsec = (long)(o->interval_ms % 1000) * 1000000L;
+	every.it_value = every.it_interval;
+	if (st.series_fd >= 0)
+		timerfd_settime(st.series_fd, 0, &every, NULL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGINT);
@@ -497,7 +586,8 @@ static int run_task(struct run_opts *o)
 	sigaddset(&mask, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (st.events_fd < 0 || st.timer_fd < 0 || st.tick_fd < 0 || sfd < 0) {
+	if (st.events_fd < 0 || st.timer_fd < 0 || st.tick_fd < 0 || st.series_fd < 0 ||
+	    sfd < 0) {
 		tp_err("cannot set up the event loop: %s", strerror(errno));
 		goto out_mask;
 	}
@@ -506,6 +596,13 @@ static int run_task(struct run_opts *o)
 
 	st.start_ns = tp_now_ns();
 	rec.start_real_ns = tp_realtime_ns();
+	fill_identity(&rec, o, &st);
+	if (store) {
+		hostinfo_labels(&cfg, host_labels, host_store, sizeof(host_store));
+		if (store__task_begin(store, &rec, host_labels, HOST_LABELS, &tid))
+			goto out_mask;
+	}
+	sampler__init(&sampler, c, slot, st.cgroup, st.start_ns, store, tid);
 	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err);
 	if (st.pid < 0) {
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
@@ -513,6 +610,8 @@ static int run_task(struct run_opts *o)
 	}
 	if (exec_err) {
 		waitpid(st.pid, NULL, 0);
+		if (store && tid >= 0)
+			store__task_abort(store, tid);
 		if (exec_err == ENOENT) {
 			tp_err("%s: command not found", o->argv[0]);
 			ret = EXIT_NOT_FOUND;
@@ -530,7 +629,10 @@ static int run_task(struct run_opts *o)
 	rec.main_wall_ns = st.main_end_ns - st.start_ns;
 
 	collector__sync(c);
-	fill_record(&rec, o, &st);
+	fill_end(&rec, &st);
+	sampler__sample(&sampler, tp_now_ns());
+	sampler__flush(&sampler);
+	rec.peak_cores = (double)sampler.peak_millicores / 1000.0;
 	collector__read(c, slot, &rec.fig);
 	progs = collector__programs(c, slot, &nprogs);
 	task_set_programs(&rec, progs, nprogs);
@@ -546,6 +648,9 @@ static int run_task(struct run_opts *o)
 		if (err)
 			tp_err("cannot write %s: %s", o->json_path, strerror(-err));
 	}
+	/* The task ran: a store that fails now is reported, not turned into 125. */
+	if (store && tid >= 0)
+		store__task_end(store, tid, &rec);
 	task_record_fini(&rec);
 
 out_mask:
@@ -563,6 +668,10 @@ out:
 		close(st.timer_fd);
 	if (st.tick_fd >= 0)
 		close(st.tick_fd);
+	if (st.series_fd >= 0)
+		close(st.series_fd);
+	sampler__fini(&sampler);
+	store__close(store);
 	if (st.pidfd >= 0)
 		close(st.pidfd);
 	collector__free(c);

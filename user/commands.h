@@ -20,9 +20,17 @@ struct run_opts {
 	bool keep_leftovers;
 	bool quiet;
 	bool help;
+	const char *db_path; /* NULL: the config's */
+	bool no_db;
+	const char *config_path;
+	__u64 interval_ms;
 	char **argv; /* CMD [ARG...] */
 	int argc;
 };
+
+#define RUN_INTERVAL_DEFAULT 1000
+#define RUN_INTERVAL_MIN 100
+#define RUN_INTERVAL_MAX 60000
 
 /* Exit statuses of `run` that are not the command's own (SPEC section 3). */
 #define EXIT_TP_FAILED 125
@@ -33,5 +41,12 @@ struct run_opts {
 int run_parse_args(int argc, char **argv, struct run_opts *o);
 int cmd_run(int argc, char **argv);
 extern const char run_usage[];
+
+int cmd_list(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_hist(int argc, char **argv);
+int cmd_series(int argc, char **argv);
+int cmd_count(int argc, char **argv);
+extern const char list_usage[], show_usage[], hist_usage[], series_usage[], count_usage[];
 
 #endif /* TP_COMMANDS_H */

@@ -14,12 +14,17 @@ struct command {
 
 static const struct command commands[] = {
 	{ "run", cmd_run, "run a command as a task and print what it used" },
+	{ "list", cmd_list, "stored tasks, newest first" },
+	{ "show", cmd_show, "one stored task's summary" },
+	{ "hist", cmd_hist, "a stored task's histograms as text bars" },
+	{ "series", cmd_series, "a stored task's time series in fixed buckets" },
+	{ "count", cmd_count, "a metric summed over stored tasks, grouped by a label" },
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: taskprobe [--version] [--help] COMMAND [ARGS]\n"
-	      "Per-task CPU, process and scheduling figures for CI tasks, from BPF.\n"
+	      "Per-task CPU, process, disk and memory figures for CI tasks, from BPF.\n"
 	      "\n"
 	      "Commands:\n",
 	      f);

@@ -61,6 +61,8 @@ int task_set_programs(struct task_record *t, const struct program_stat *p, size_
 
 void task_record_fini(struct task_record *t)
 {
+	free(t->argv_owned);
+	t->argv_owned = NULL;
 	free(t->progs);
 	t->progs = NULL;
 	t->nprogs = 0;
@@ -186,8 +188,8 @@ void task_print_summary(FILE *f, const struct task_record *t)
 	print_end(f, t);
 	format_command(cmd, SUMMARY_WIDTH - 14, t->argv, t->argc);
 	fprintf(f, "  command    %s\n", cmd);
-	fprintf(f, "  cpu        %s on CPU, %.2f cores on average\n",
-		tp_fmt_dur(a, sizeof(a), g->cpu_ns), avg_cores(t));
+	fprintf(f, "  cpu        %s on CPU, %.2f cores on average, %.2f at peak\n",
+		tp_fmt_dur(a, sizeof(a), g->cpu_ns), avg_cores(t), t->peak_cores);
 	if (t->have_cpu_stat)
 		fprintf(f, "             user %s, system %s (cgroup cpu.stat)\n",
 			tp_fmt_dur(b, sizeof(b), t->cpu_stat.user_us * 1000),
@@ -249,6 +251,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		jw_ku64(w, "cpu.system_ns", t->cpu_stat.system_us * 1000);
 	}
 	jw_kdouble(w, "cpu.avg_cores", avg_cores(t));
+	jw_kdouble(w, "cpu.peak_cores", t->peak_cores);
 	jw_ku64(w, "proc.forks", g->forks);
 	jw_ku64(w, "proc.execs", g->execs);
 	jw_ku64(w, "proc.exits", g->exits);
@@ -385,4 +388,122 @@ int task_save_json(const char *path, const struct task_record *t)
 	if (err)
 		unlink(tmp);
 	return err;
+}
+
+static double num(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	return v && v->type == JSON_NUM ? v->num : 0;
+}
+
+static const char *str(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	return v && v->type == JSON_STR ? v->str : "";
+}
+
+/* Buckets back into log2 slots: a bucket's slot follows from its low bound. */
+static void hist_from_json(struct tp_hist *h, const struct json *j)
+{
+	const struct json *b = json_get(j, "buckets");
+
+	h->count = (__u64)num(j, "count");
+	h->sum = (__u64)num(j, "sum");
+	for (size_t i = 0; i < json_len(b); i++) {
+		const struct json *e = json_at(b, i);
+		__u64 low = (__u64)num(e, "low");
+		unsigned slot = low ? 64 - (unsigned)__builtin_clzll(low) : 0;
+
+		if (slot < TP_HIST_SLOTS)
+			h->slots[slot] = (__u64)num(e, "count");
+	}
+}
+
+int task_from_json(struct task_record *t, const struct json *j)
+{
+	const struct json *cmd = json_get(j, "command"), *labels = json_get(j, "labels");
+	const struct json *m = json_get(j, "metrics"), *progs = json_get(j, "programs");
+	const struct json *hists = json_get(j, "histograms"), *cs = json_get(j, "cgroup_cpu_stat");
+	const struct json *left = json_get(j, "leftovers"), *srcs = json_get(j, "sources");
+	struct task_figures *g = &t->fig;
+	size_t n = json_len(cmd);
+
+	memset(t, 0, sizeof(*t));
+	if (!j || j->type != JSON_OBJ || !m)
+		return -EINVAL;
+	snprintf(t->id, sizeof(t->id), "%s", str(j, "id"));
+	t->argv_owned = calloc(n + 1, sizeof(char *));
+	if (!t->argv_owned)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		t->argv_owned[i] = json_at(cmd, i)->type == JSON_STR ? json_at(cmd, i)->str : "";
+	t->argv = t->argv_owned;
+	t->argc = (int)n;
+	for (const struct json *l = labels ? labels->child : NULL; l && t->nlabels < TP_LABELS_MAX;
+	     l = l->next) {
+		t->labels[t->nlabels].key = l->key;
+		t->labels[t->nlabels++].val = l->type == JSON_STR ? l->str : "";
+	}
+	snprintf(t->host, sizeof(t->host), "%s", str(j, "host"));
+	snprintf(t->cgroup, sizeof(t->cgroup), "%s", str(j, "cgroup"));
+	t->start_real_ns = (__u64)num(j, "start_ns");
+	t->wall_ns = (__u64)num(j, "wall_ns");
+	t->main_wall_ns = (__u64)num(j, "main_wall_ns");
+	t->end = !strcmp(str(j, "status"), "signaled") ? TASK_SIGNALED : TASK_EXITED;
+	t->exit_code = (int)num(j, "exit_code");
+	t->signal = (int)num(j, "signal");
+	g->cpu_ns = (__u64)num(m, "cpu.time_ns");
+	g->forks = (__u64)num(m, "proc.forks");
+	g->execs = (__u64)num(m, "proc.execs");
+	g->exits = (__u64)num(m, "proc.exits");
+	g->failed_exits = (__u64)num(m, "proc.failed_exits");
+	g->max_alive = (__s64)num(m, "proc.max_alive");
+	g->threads = (__u64)num(m, "proc.threads");
+	g->oom_kills = (__u64)num(m, "proc.oom_kills");
+	g->lost_events = (__u64)num(m, "lost_events");
+	g->ioac.read_bytes = (__u64)num(m, "io.read_bytes");
+	g->ioac.write_bytes = (__u64)num(m, "io.write_bytes");
+	g->ioac.cancelled_write_bytes = (__u64)num(m, "io.cancelled_write_bytes");
+	g->ioac.rchar = (__u64)num(m, "io.rchar");
+	g->ioac.wchar = (__u64)num(m, "io.wchar");
+	g->io_read_ops = (__u64)num(m, "io.read_ops");
+	g->io_write_ops = (__u64)num(m, "io.write_ops");
+	g->io_blk_read_bytes = (__u64)num(m, "io.blk_read_bytes");
+	g->io_blk_write_bytes = (__u64)num(m, "io.blk_write_bytes");
+	g->peak_rss_bytes = (__s64)num(m, "mem.peak_bytes");
+	t->peak_cores = num(m, "cpu.peak_cores");
+	if (!strcmp(str(srcs, "mem.peak_bytes"), "cgroup:memory.peak")) {
+		t->have_memory_peak = true;
+		t->memory_peak = (__u64)num(m, "mem.peak_bytes");
+	}
+	if (cs) {
+		t->have_cpu_stat = true;
+		t->cpu_stat.usage_us = (__u64)num(cs, "usage_usec");
+		t->cpu_stat.user_us = (__u64)num(cs, "user_usec");
+		t->cpu_stat.system_us = (__u64)num(cs, "system_usec");
+	}
+	t->leftovers = (int)num(left, "count");
+	for (int a = LEFTOVER_NONE; a <= LEFTOVER_KEPT; a++)
+		if (!strcmp(str(left, "action"), leftover_names[a]))
+			t->leftover_action = (enum leftover_action)a;
+	hist_from_json(&g->runq, json_get(hists, "cpu.runq_latency"));
+	hist_from_json(&g->io_latency, json_get(hists, "io.latency"));
+	t->lost_total = (__u64)num(json_get(j, "collector"), "lost_events_total");
+	n = json_len(progs);
+	if (n) {
+		t->progs = calloc(n, sizeof(*t->progs));
+		if (!t->progs)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++) {
+			const struct json *p = json_at(progs, i);
+
+			snprintf(t->progs[i].path, TP_PATH_LEN, "%s", str(p, "path"));
+			t->progs[i].execs = (__u64)num(p, "execs");
+			t->progs[i].cpu_ns = (__u64)num(p, "cpu_ns");
+		}
+		t->nprogs = n;
+	}
+	return 0;
 }

@@ -49,6 +49,8 @@ struct task_record {
 	__u64 memory_peak;
 	struct program_stat *progs; /* sorted by CPU, most first */
 	size_t nprogs;
+	double peak_cores; /* most cores in use over one series interval */
+	char **argv_owned; /* set by task_from_json */
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;
@@ -61,6 +63,12 @@ int task_exit_status(const struct task_record *t);
 /* Copies and sorts the program table into t (owned by t; free with task_record_fini). */
 int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n);
 void task_record_fini(struct task_record *t);
+
+/*
+ * Rebuilds a record from its JSON (as stored): strings point into j, which must
+ * outlive t; t->argv is allocated (free with task_record_fini).
+ */
+int task_from_json(struct task_record *t, const struct json *j);
 
 /* The human summary, at most 80 columns wide. */
 void task_print_summary(FILE *f, const struct task_record *t);

@@ -112,6 +112,32 @@ int tp_parse_u64(const char *s, __u64 max, __u64 *out)
 	return 0;
 }
 
+int tp_parse_duration(const char *s, __u64 *ns)
+{
+	static const struct {
+		char unit;
+		__u64 secs;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 }, { 'w', 604800 } };
+	char num[32];
+	size_t len = strlen(s);
+	__u64 n, mult = 1;
+
+	if (len == 0 || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, len + 1);
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (num[len - 1] == units[i].unit) {
+			mult = units[i].secs;
+			num[--len] = '\0';
+			break;
+		}
+	/* At most 100 years: the product stays far from overflow. */
+	if (tp_parse_u64(num, 100ULL * 365 * 86400 / mult, &n))
+		return -EINVAL;
+	*ns = n * mult * 1000000000ULL;
+	return 0;
+}
+
 static __u64 clock_ns(clockid_t id)
 {
 	struct timespec ts;

@@ -28,6 +28,8 @@ int tp_parse_label(char *kv, char **key, char **val, const char **why);
 /* Parses a whole non-negative decimal number no larger than max. */
 int tp_parse_u64(const char *s, __u64 max, __u64 *out);
 
+/* "90s", "30m", "12h", "7d", "2w" (a bare number is seconds) into ns. */
+int tp_parse_duration(const char *s, __u64 *ns);
 __u64 tp_now_ns(void);	    /* CLOCK_MONOTONIC */
 __u64 tp_realtime_ns(void); /* CLOCK_REALTIME */
 /* "1.52 s", "340 ms", "12 us": a duration in a few characters. */

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests: series encoding and buckets, durations, the config file, the store's schema. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sqlite3.h>
+
+#include "config.h"
+#include "harness.h"
+#include "series.h"
+#include "store.h"
+#include "testutil.h"
+#include "util.h"
+
+TEST(TIER_UNIT, series_round_trip_and_size)
+{
+	enum { N = 3600 };
+	static struct series_point in[N];
+	struct series_point *out = NULL;
+	size_t n = 0, len = 0;
+	void *blob = NULL;
+	unsigned seed = 7;
+
+	/* An hour of 1 s samples of a busy build: noisy CPU, growing memory. */
+	for (int i = 0; i < N; i++) {
+		in[i].t_ms = (__u64)i * 1000 + (__u64)(rand_r(&seed) % 3);
+		in[i].v[0] = 1500 + rand_r(&seed) % 500;
+		in[i].v[1] = (300LL << 20) + (__s64)i * 4096;
+		in[i].v[2] = rand_r(&seed) % 4 ? 0 : rand_r(&seed) % (50 << 20);
+		in[i].v[3] = 0;
+		in[i].v[4] = 3 + rand_r(&seed) % 2;
+	}
+	ASSERT_OK(series_encode(in, N, &blob, &len), "encode");
+	ASSERT_OK(series_decode(blob, len, &out, &n), "decode");
+	ASSERT_EQ(n, N, "points");
+	CHECK(n == N && !memcmp(in, out, sizeof(in)), "decoded points differ");
+	/* SPEC section 8: at most 16 KiB per task-hour of 1 s series. */
+	printf("    an hour of noisy 1 s samples encodes to %zu bytes\n", len);
+	ASSERT_LE(len, 16 * 1024, "bytes per task-hour");
+	((unsigned char *)blob)[len / 2] ^= 0x55;
+	n = 0;
+	CHECK(series_decode(blob, len, &out, &n) != 0 || n == N, "a damaged block is refused");
+	ASSERT_EQ(series_decode(blob, 3, &out, &n), -EINVAL, "a truncated block is refused");
+	free(blob);
+	free(out);
+}
+
+TEST(TIER_UNIT, series_buckets_keep_spikes)
+{
+	struct series_point p[100] = { 0 };
+	struct series_bucket b[7];
+	size_t total = 0;
+
+	for (int i = 0; i < 100; i++) {
+		p[i].t_ms = (__u64)i * 100;
+		p[i].v[0] = i == 42 ? 2000 : 100;
+	}
+	ASSERT_OK(series_buckets(p, 100, 10000, 7, b), "buckets");
+	for (int i = 0; i < 7; i++)
+		total += b[i].count;
+	ASSERT_EQ(total, 100, "every sample lands in a bucket");
+	ASSERT_EQ(b[42 * 7 / 100].max[0], 2000, "the spike's bucket keeps its max");
+	ASSERT_EQ(b[0].max[0], 100, "other buckets do not");
+	ASSERT_EQ(series_buckets(p, 0, 0, 3, b), 0, "no samples: empty buckets");
+	ASSERT_EQ(b[2].count, 0, "empty");
+}
+
+TEST(TIER_UNIT, durations)
+{
+	__u64 ns;
+
+	ASSERT_OK(tp_parse_duration("7d", &ns), "7d");
+	ASSERT_EQ(ns, 7ULL * 86400 * 1000000000ULL, "7d");
+	ASSERT_OK(tp_parse_duration("90", &ns), "bare seconds");
+	ASSERT_EQ(ns, 90ULL * 1000000000ULL, "90");
+	ASSERT_OK(tp_parse_duration("2w", &ns), "2w");
+	static const char *const bad[] = { "", "d", "7x", "-1d", "1.5h", "99999999999999d" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(tp_parse_duration(bad[i], &ns) == -EINVAL, "'%s' accepted", bad[i]);
+}
+
+TEST(TIER_UNIT, config_lines)
+{
+	struct config c;
+
+	config_defaults(&c);
+	ASSERT_OK(config_parse(&c, "t.conf",
+			       "# comment\n\nretain_days = 7\nmax_db_mb=64\n"
+			       "instance_type = m5.large \n[rules]\nworker_pool = gecko-t\n"),
+		  "good file");
+	ASSERT_EQ(c.retain_days, 7, "retain_days");
+	ASSERT_EQ(c.max_db_mb, 64, "max_db_mb");
+	ASSERT_STREQ(c.instance_type, "m5.large", "instance_type trimmed");
+	ASSERT_STREQ(c.worker_pool, "gecko-t", "worker_pool");
+	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days = 0\n"), -EINVAL, "0 days");
+	ASSERT_EQ(config_parse(&c, "t.conf", "ok = 1\n"), -EINVAL, "unknown key");
+	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days\n"), -EINVAL, "no '='");
+	ASSERT_EQ(config_parse(&c, "t.conf", "db = relative.db\n"), -EINVAL, "relative db");
+}
+
+static int user_version(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int v = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+TEST(TIER_UNIT, store_migrates_forward)
+{
+	const char *path = tu_tmp("old.db");
+	struct store *s;
+	sqlite3 *db;
+
+	ASSERT_OK(store__create_at_version(path, 1), "a schema-1 database");
+	ASSERT_EQ(user_version(path), 1, "version 1");
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "open");
+	ASSERT_EQ(sqlite3_exec(db,
+			       "INSERT INTO tasks (id, host, command, status, exit_status, start_ns,"
+			       " wall_ns) VALUES ('old-1', 'h', '[\"true\"]', 'exited', 0, 1, 2);"
+			       "INSERT INTO metrics VALUES (1, 'proc.execs', 3);",
+			       NULL, NULL, NULL),
+		  SQLITE_OK, "a task written at schema 1");
+	sqlite3_close(db);
+	s = store__open(path, false);
+	if (!ASSERT_NOT_NULL(s, "open at the current schema"))
+		return;
+	store__close(s);
+	ASSERT_EQ(user_version(path), STORE_SCHEMA, "migrated");
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "reopen");
+	{
+		sqlite3_stmt *st;
+
+		sqlite3_prepare_v2(db,
+				   "SELECT t.id, m.value, t.lock FROM tasks t JOIN metrics m ON "
+				   "m.task = t.tid",
+				   -1, &st, NULL);
+		ASSERT_EQ(sqlite3_step(st), SQLITE_ROW, "the old task is still there");
+		ASSERT_STREQ((const char *)sqlite3_column_text(st, 0), "old-1", "its id");
+		ASSERT_EQ(sqlite3_column_double(st, 1), 3, "its metric");
+		ASSERT_EQ(sqlite3_column_type(st, 2), SQLITE_NULL, "the new column");
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/* /etc/taskprobe/taskprobe.conf: "key = value" lines; a bad line is an error with its number. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "util.h"
+
+#define CONFIG_MAX_BYTES (64 * 1024)
+
+void config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->db, sizeof(c->db), "%s", TP_DEFAULT_DB);
+	c->retain_days = 30;
+	c->max_db_mb = 1024;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int set_int(int *out, const char *v, int min, int max)
+{
+	__u64 n;
+
+	if (tp_parse_u64(v, (__u64)max, &n) || (long long)n < min)
+		return -EINVAL;
+	*out = (int)n;
+	return 0;
+}
+
+static int set_str(char *out, size_t len, const char *v)
+{
+	if (!*v || strlen(v) >= len)
+		return -EINVAL;
+	for (const char *p = v; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			return -EINVAL;
+	snprintf(out, len, "%s", v);
+	return 0;
+}
+
+static int apply(struct config *c, const char *key, const char *val, const char **why)
+{
+	if (!strcmp(key, "retain_days")) {
+		*why = "retain_days takes whole days from 1 to 36500";
+		return set_int(&c->retain_days, val, 1, 36500);
+	}
+	if (!strcmp(key, "max_db_mb")) {
+		*why = "max_db_mb takes whole MiB from 1 to 1048576";
+		return set_int(&c->max_db_mb, val, 1, 1048576);
+	}
+	if (!strcmp(key, "db")) {
+		*why = "db takes an absolute path";
+		return val[0] == '/' ? set_str(c->db, sizeof(c->db), val) : -EINVAL;
+	}
+	if (!strcmp(key, "instance_type")) {
+		*why = "instance_type takes 1 to 127 printable characters";
+		return set_str(c->instance_type, sizeof(c->instance_type), val);
+	}
+	if (!strcmp(key, "worker_pool")) {
+		*why = "worker_pool takes 1 to 127 printable characters";
+		return set_str(c->worker_pool, sizeof(c->worker_pool), val);
+	}
+	*why = "unknown key (known: db, retain_days, max_db_mb, instance_type, worker_pool)";
+	return -EINVAL;
+}
+
+int config_parse(struct config *c, const char *path, const char *text)
+{
+	const char *p = text;
+	int lineno = 0;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n'), *why = "";
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[4096], *eq, *s;
+
+		lineno++;
+		if (len >= sizeof(line)) {
+			tp_err("%s:%d: line longer than %zu bytes", path, lineno, sizeof(line) - 1);
+			return -EINVAL;
+		}
+		memcpy(line, p, len);
+		line[len] = '\0';
+		p += len + (nl ? 1 : 0);
+		s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		/* A section header such as [rules] belongs to later features: accept it. */
+		if (*s == '[' && s[strlen(s) - 1] == ']')
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			tp_err("%s:%d: expected 'key = value'", path, lineno);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		if (apply(c, trim(s), trim(eq + 1), &why)) {
+			tp_err("%s:%d: %s", path, lineno, why);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int config_load(struct config *c, const char *path, int required)
+{
+	char *buf = malloc(CONFIG_MAX_BYTES);
+	ssize_t n;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	n = tp_read_file(path, buf, CONFIG_MAX_BYTES);
+	if (n < 0) {
+		free(buf);
+		if (n == -ENOENT && !required)
+			return 0;
+		tp_err("cannot read config %s: %s", path, strerror((int)-n));
+		return (int)n;
+	}
+	if (n == CONFIG_MAX_BYTES - 1) {
+		free(buf);
+		tp_err("%s: larger than %d bytes", path, CONFIG_MAX_BYTES - 1);
+		return -EFBIG;
+	}
+	err = config_parse(c, path, buf);
+	free(buf);
+	return err;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* /etc/taskprobe/taskprobe.conf: "key = value" lines; a bad line is an error with its number. */
+#ifndef TP_CONFIG_H
+#define TP_CONFIG_H
+
+#include <limits.h>
+
+#define TP_DEFAULT_CONFIG "/etc/taskprobe/taskprobe.conf"
+#define TP_DEFAULT_DB "/var/lib/taskprobe/taskprobe.db"
+
+struct config {
+	char db[PATH_MAX];
+	int retain_days;
+	int max_db_mb;
+	char instance_type[128];
+	char worker_pool[128];
+};
+
+void config_defaults(struct config *c);
+/*
+ * Reads path over the defaults. A missing file is fine unless required; a bad line
+ * prints "taskprobe: FILE:LINE: problem" and returns -EINVAL.
+ */
+int config_load(struct config *c, const char *path, int required);
+/* Parses text as if it were the file path (for tests and the fuzzer). */
+int config_parse(struct config *c, const char *path, const char *text);
+
+#endif /* TP_CONFIG_H */

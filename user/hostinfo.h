@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The host labels recorded with every task (SPEC section 6). */
+#ifndef TP_HOSTINFO_H
+#define TP_HOSTINFO_H
+
+#include "config.h"
+#include "task.h"
+
+#define HOST_LABELS 7
+
+/* Fills host, kernel, cpu_model, ncpu, mem_total, instance_type and worker_pool. */
+void hostinfo_labels(const struct config *cfg, struct label out[HOST_LABELS], char *store,
+		     size_t store_len);
+
+#endif /* TP_HOSTINFO_H */

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A task's time series: samples its live figures every interval, flushes blocks to the store. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup.h"
+#include "sampler.h"
+
+void sampler__init(struct sampler *s, struct collector *c, int slot, const char *cgroup,
+		   __u64 start_ns, struct store *store, __s64 tid)
+{
+	struct cg_cpu_stat cs;
+
+	memset(s, 0, sizeof(*s));
+	s->cgroup = cgroup;
+	if (!cgroup_read_cpu_stat(cgroup, &cs))
+		s->last_usage_us = cs.usage_us;
+	s->c = c;
+	s->slot = slot;
+	s->start_ns = start_ns;
+	s->last_ns = start_ns;
+	s->last_flush_ns = start_ns;
+	s->store = store;
+	s->tid = tid;
+}
+
+static __s64 rate(__u64 now, __u64 before, __u64 dt_ns)
+{
+	return now > before && dt_ns ? (__s64)((double)(now - before) * 1e9 / (double)dt_ns) : 0;
+}
+
+int sampler__sample(struct sampler *s, __u64 now_ns)
+{
+	struct task_figures f;
+	struct series_point *p;
+	struct cg_cpu_stat cs;
+	__u64 dt = now_ns - s->last_ns;
+	int err;
+
+	if (dt == 0)
+		return 0;
+	err = collector__read(s->c, s->slot, &f);
+	if (err)
+		return err;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct series_point *np = realloc(s->pts, cap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		s->pts = np;
+		s->cap = cap;
+	}
+	p = &s->pts[s->n++];
+	p->t_ms = (now_ns - s->start_ns) / 1000000ULL;
+	/*
+	 * CPU in use over the interval, in thousandths of a core. BPF charges a running
+	 * thread at its switch-out, so a long slice would land in a later interval;
+	 * cpu.stat is brought up to date at every tick.
+	 */
+	if (!cgroup_read_cpu_stat(s->cgroup, &cs)) {
+		p->v[0] = cs.usage_us > s->last_usage_us
+				  ? (__s64)((cs.usage_us - s->last_usage_us) * 1000000 / dt)
+				  : 0;
+		s->last_usage_us = cs.usage_us;
+	} else {
+		p->v[0] = f.cpu_ns > s->last.cpu_ns
+				  ? (__s64)((f.cpu_ns - s->last.cpu_ns) * 1000 / dt)
+				  : 0;
+	}
+	p->v[1] = f.rss_bytes > 0 ? f.rss_bytes : 0;
+	p->v[2] = rate(f.io_blk_read_bytes, s->last.io_blk_read_bytes, dt);
+	p->v[3] = rate(f.io_blk_write_bytes, s->last.io_blk_write_bytes, dt);
+	p->v[4] = f.alive > 0 ? f.alive : 0;
+	if (p->v[0] > s->peak_millicores)
+		s->peak_millicores = p->v[0];
+	s->last = f;
+	s->last_ns = now_ns;
+	if (s->store && now_ns - s->last_flush_ns >= SAMPLER_FLUSH_MS * 1000000ULL)
+		return sampler__flush(s);
+	return 0;
+}
+
+int sampler__flush(struct sampler *s)
+{
+	size_t len = 0, n = s->n - s->flushed;
+	void *blob = NULL;
+	int err;
+
+	s->last_flush_ns = s->last_ns;
+	if (!s->store || !n)
+		return 0;
+	err = series_encode(s->pts + s->flushed, n, &blob, &len);
+	if (!err)
+		err = store__append_series(s->store, s->tid, s->seq, blob, len, n);
+	free(blob);
+	if (!err) {
+		s->seq++;
+		s->flushed = s->n;
+	}
+	return err;
+}
+
+void sampler__fini(struct sampler *s)
+{
+	free(s->pts);
+	s->pts = NULL;
+	s->n = s->cap = s->flushed = 0;
+}

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The task store: SQLite schema, migrations, task writes, liveness locks and retention. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "util.h"
+
+struct store {
+	sqlite3 *db;
+	char path[PATH_MAX];
+	char lockdir[PATH_MAX];
+	int lock_fd;
+};
+
+/* Each entry moves the schema one version forward; never edit a shipped one. */
+static const char *const migrations[STORE_SCHEMA] = {
+	/* 1: tasks, labels, metrics */
+	"CREATE TABLE tasks (tid INTEGER PRIMARY KEY, id TEXT NOT NULL, host TEXT NOT NULL,"
+	" command TEXT NOT NULL, status TEXT NOT NULL, exit_status INTEGER,"
+	" start_ns INTEGER NOT NULL, wall_ns INTEGER, record TEXT);"
+	"CREATE INDEX tasks_id ON tasks(id);"
+	"CREATE INDEX tasks_start ON tasks(start_ns);"
+	"CREATE TABLE labels (task INTEGER NOT NULL REFERENCES tasks(tid) ON DELETE CASCADE,"
+	" key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (task, key)) WITHOUT ROWID;"
+	"CREATE INDEX labels_kv ON labels(key, value);"
+	"CREATE TABLE metrics (task INTEGER NOT NULL REFERENCES tasks(tid) ON DELETE CASCADE,"
+	" name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (task, name)) WITHOUT ROWID;"
+	"CREATE INDEX metrics_name ON metrics(name, task);",
+	/* 2: liveness locks, series blocks, histograms */
+	"ALTER TABLE tasks ADD COLUMN lock TEXT;"
+	"CREATE TABLE series (task INTEGER NOT NULL REFERENCES tasks(tid) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL, points INTEGER NOT NULL, data BLOB NOT NULL,"
+	" PRIMARY KEY (task, seq)) WITHOUT ROWID;"
+	"CREATE TABLE histograms (task INTEGER NOT NULL REFERENCES tasks(tid) ON DELETE CASCADE,"
+	" name TEXT NOT NULL, unit TEXT NOT NULL, count INTEGER NOT NULL, sum INTEGER NOT NULL,"
+	" slots BLOB NOT NULL, PRIMARY KEY (task, name)) WITHOUT ROWID;",
+};
+
+static int db_error(struct store *s, const char *what)
+{
+	int code = sqlite3_errcode(s->db);
+
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		tp_err("database %s is locked by another process: %s; try again", s->path, what);
+	else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		tp_err("database %s is corrupt or not a taskprobe database (%s); move it away",
+		       s->path, sqlite3_errmsg(s->db));
+	else if (code == SQLITE_FULL)
+		tp_err("database %s: disk full (%s); free space or lower max_db_mb", s->path,
+		       what);
+	else
+		tp_err("database %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+	return -EIO;
+}
+
+static int exec(struct store *s, const char *sql)
+{
+	return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+static int user_version(struct store *s, int *v)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+/* Runs migrations from *version up to target, each in a transaction of its own. */
+static int migrate(struct store *s, int from, int target)
+{
+	char sql[64];
+
+	for (int v = from; v < target; v++) {
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
+		if (exec(s, "BEGIN IMMEDIATE") || exec(s, migrations[v]) || exec(s, sql) ||
+		    exec(s, "COMMIT")) {
+			db_error(s, "schema migration");
+			exec(s, "ROLLBACK");
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static int mkdir_parents(const char *path)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+static struct store *open_at(const char *path, bool create, int target)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), v = 0;
+
+	if (!s)
+		return NULL;
+	s->lock_fd = -1;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	snprintf(s->lockdir, sizeof(s->lockdir), "%s.locks", path);
+	if (!create && access(path, F_OK)) {
+		tp_err("no database at %s; 'taskprobe run' makes it (or pass --db PATH)", path);
+		goto fail;
+	}
+	if (create && mkdir_parents(path)) {
+		tp_err("cannot create the directory of %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+		tp_err("cannot open database %s: %s", path,
+		       s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	sqlite3_extended_result_codes(s->db, 0);
+	/* The version first: a newer or foreign file must be left exactly as it is. */
+	if (user_version(s, &v)) {
+		db_error(s, "reading the schema version");
+		goto fail;
+	}
+	if (v > STORE_SCHEMA) {
+		tp_err("database %s has schema %d, newer than this taskprobe's %d; upgrade "
+		       "taskprobe",
+		       path, v, STORE_SCHEMA);
+		goto fail;
+	}
+	if (exec(s, "PRAGMA journal_mode = WAL") || exec(s, "PRAGMA synchronous = NORMAL") ||
+	    exec(s, "PRAGMA foreign_keys = ON")) {
+		db_error(s, "setting up");
+		goto fail;
+	}
+	if (v < target && migrate(s, v, target))
+		goto fail;
+	return s;
+fail:
+	store__close(s);
+	return NULL;
+}
+
+struct store *store__open(const char *path, bool create)
+{
+	return open_at(path, create, STORE_SCHEMA);
+}
+
+int store__create_at_version(const char *path, int n)
+{
+	struct store *s = open_at(path, true, n);
+
+	if (!s)
+		return -EIO;
+	store__close(s);
+	return 0;
+}
+
+void store__close(struct store *s)
+{
+	if (!s)
+		return;
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	sqlite3_close(s->db);
+	free(s);
+}
+
+sqlite3 *store__db(struct store *s)
+{
+	return s->db;
+}
+
+const char *store__live_status(const char *status, const char *lock)
+{
+	int fd, held;
+
+	if (!status || strcmp(status, "running"))
+		return status ? status : "unknown";
+	if (!lock)
+		return "lost";
+	fd = open(lock, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return "lost";
+	/* The collector holds LOCK_EX for the task's life; a dead one holds nothing. */
+	held = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
+	close(fd);
+	return held ? "running" : "lost";
+}
+
+/* Prepares, binds by the format ('i' int64, 't' text, 'd' double, 'b' blob+len), steps. */
+static int run_stmt(struct store *s, const char *sql, const char *fmt, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc, i = 1;
+
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, "preparing a statement");
+	va_start(ap, fmt);
+	for (const char *f = fmt; *f; f++, i++) {
+		if (*f == 'i') {
+			sqlite3_bind_int64(st, i, va_arg(ap, long long));
+		} else if (*f == 't') {
+			const char *t = va_arg(ap, const char *);
+
+			if (t)
+				sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT);
+			else
+				sqlite3_bind_null(st, i);
+		} else if (*f == 'd') {
+			sqlite3_bind_double(st, i, va_arg(ap, double));
+		} else if (*f == 'b') {
+			const void *b = va_arg(ap, const void *);
+			int len = va_arg(ap, int);
+
+			sqlite3_bind_blob(st, i, b, len, SQLITE_TRANSIENT);
+		}
+	}
+	va_end(ap);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_error(s, "writing");
+}
+
+static char *command_json(const struct task_record *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct jw w;
+
+	if (!f)
+		return NULL;
+	jw_init(&w, f, false);
+	jw_arr_begin(&w);
+	for (int i = 0; i < t->argc; i++)
+		jw_str(&w, t->argv[i]);
+	jw_arr_end(&w);
+	fclose(f);
+	return buf;
+}
+
+static int take_lock(struct store *s, __s64 tid, char *path, size_t len)
+{
+	if (mkdir(s->lockdir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(path, len, "%s/%lld.lock", s->lockdir, (long long)tid);
+	/* Close-on-exec: the task's processes must not keep a dead collector "alive". */
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (s->lock_fd < 0)
+		return -errno;
+	return flock(s->lock_fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+}
+
+int store__task_begin(struct store *s, const struct task_record *t,
+		      const struct label *host_labels, int nhost, __s64 *tid)
+{
+	char lock[PATH_MAX], *cmd = command_json(t);
+	int err;
+
+	if (!cmd)
+		return -ENOMEM;
+	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
+	if (!err)
+		err = run_stmt(s,
+			       "INSERT INTO tasks (id, host, command, status, start_ns) "
+			       "VALUES (?, ?, ?, 'running', ?)",
+			       "ttti", t->id, t->host, cmd, (long long)t->start_real_ns);
+	free(cmd);
+	if (err)
+		goto fail;
+	*tid = sqlite3_last_insert_rowid(s->db);
+	for (int i = 0; i < nhost && !err; i++)
+		err = run_stmt(s, "INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", "itt",
+			       (long long)*tid, host_labels[i].key, host_labels[i].val);
+	/* The user's labels win over host labels of the same name. */
+	for (int i = 0; i < t->nlabels && !err; i++)
+		err = run_stmt(s, "INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", "itt",
+			       (long long)*tid, t->labels[i].key, t->labels[i].val);
+	if (!err && take_lock(s, *tid, lock, sizeof(lock))) {
+		tp_err("cannot take the task's lock %s: %s", lock, strerror(errno));
+		err = -EIO;
+	}
+	if (!err)
+		err = run_stmt(s, "UPDATE tasks SET lock = ? WHERE tid = ?", "ti", lock,
+			       (long long)*tid);
+	if (err)
+		goto fail;
+	return exec(s, "COMMIT") ? db_error(s, "committing the task's start") : 0;
+fail:
+	exec(s, "ROLLBACK");
+	return err;
+}
+
+int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
+			 size_t points)
+{
+	return run_stmt(s, "INSERT OR REPLACE INTO series VALUES (?, ?, ?, ?)", "iiib",
+			(long long)tid, (long long)seq, (long long)points, blob, (int)len);
+}
+
+static int write_hist(struct store *s, __s64 tid, const char *name, const struct tp_hist *h)
+{
+	return run_stmt(s, "INSERT OR REPLACE INTO histograms VALUES (?, ?, 'ns', ?, ?, ?)",
+			"itiib", (long long)tid, name, (long long)h->count, (long long)h->sum,
+			h->slots, (int)sizeof(h->slots));
+}
+
+/* Every number under "metrics" in the JSON record becomes a metrics row. */
+static int write_metrics(struct store *s, __s64 tid, const char *record)
+{
+	struct json *j = json_parse(record, strlen(record), NULL, 0);
+	const struct json *m = json_get(j, "metrics");
+	int err = 0;
+
+	if (!m) {
+		json_free(j);
+		return -EINVAL;
+	}
+	for (const struct json *v = m->child; v && !err; v = v->next)
+		if (v->type == JSON_NUM)
+			err = run_stmt(s, "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?)", "itd",
+				       (long long)tid, v->key, v->num);
+	json_free(j);
+	return err;
+}
+
+int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
+{
+	char *record = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&record, &len);
+	struct jw w;
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	jw_init(&w, f, false);
+	task_write_json(&w, t);
+	fclose(f);
+	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
+	if (!err)
+		err = run_stmt(s,
+			       "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
+			       "record = ? WHERE tid = ?",
+			       "tiiti", t->end == TASK_SIGNALED ? "signaled" : "exited",
+			       (long long)task_exit_status(t), (long long)t->wall_ns, record,
+			       (long long)tid);
+	if (!err)
+		err = write_metrics(s, tid, record);
+	if (!err)
+		err = write_hist(s, tid, "cpu.runq_latency", &t->fig.runq);
+	if (!err)
+		err = write_hist(s, tid, "io.latency", &t->fig.io_latency);
+	free(record);
+	if (err) {
+		exec(s, "ROLLBACK");
+		return err;
+	}
+	if (exec(s, "COMMIT"))
+		return db_error(s, "committing the task's figures");
+	if (s->lock_fd >= 0) {
+		char lock[PATH_MAX];
+
+		snprintf(lock, sizeof(lock), "%s/%lld.lock", s->lockdir, (long long)tid);
+		unlink(lock);
+		close(s->lock_fd);
+		s->lock_fd = -1;
+	}
+	return 0;
+}
+
+int store__task_abort(struct store *s, __s64 tid)
+{
+	char lock[PATH_MAX];
+
+	snprintf(lock, sizeof(lock), "%s/%lld.lock", s->lockdir, (long long)tid);
+	unlink(lock);
+	return run_stmt(s, "DELETE FROM tasks WHERE tid = ?", "i", (long long)tid);
+}
+
+int store__mark_lost(struct store *s)
+{
+	sqlite3_stmt *st;
+	__s64 dead[256];
+	int n = 0, err = 0;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT tid, lock FROM tasks WHERE status = 'running'", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_error(s, "finding running tasks");
+	while (n < (int)ARRAY_SIZE(dead) && sqlite3_step(st) == SQLITE_ROW) {
+		const char *lock = (const char *)sqlite3_column_text(st, 1);
+
+		if (!strcmp(store__live_status("running", lock), "lost"))
+			dead[n++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	for (int i = 0; i < n && !err; i++)
+		err = run_stmt(s, "UPDATE tasks SET status = 'lost' WHERE tid = ?", "i",
+			       (long long)dead[i]);
+	return err ? err : n;
+}
+
+static __s64 used_bytes(struct store *s)
+{
+	sqlite3_stmt *st;
+	__s64 v = 0;
+
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT (page_count - freelist_count) * page_size FROM "
+			       "pragma_page_count, pragma_freelist_count, pragma_page_size",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int store__retain(struct store *s, int days, int max_mb)
+{
+	__s64 cutoff = (__s64)tp_realtime_ns() - (__s64)days * 86400LL * 1000000000LL;
+	int err;
+
+	err = run_stmt(s, "DELETE FROM tasks WHERE start_ns < ? AND status != 'running'", "i",
+		       (long long)cutoff);
+	/* Oldest first, a hundred at a time, until the data fits. */
+	for (int round = 0; !err && round < 1000 && used_bytes(s) > (__s64)max_mb << 20; round++)
+		err = run_stmt(s,
+			       "DELETE FROM tasks WHERE tid IN (SELECT tid FROM tasks WHERE "
+			       "status != 'running' ORDER BY start_ns LIMIT 100)",
+			       "");
+	return err;
+}
