@@ -136,7 +136,16 @@ int main(int argc, char **argv)
 		getenv("TASKPROBE_ALLOW_SKIP") && !strcmp(getenv("TASKPROBE_ALLOW_SKIP"), "1");
 	int passed = 0, failed = 0, skipped = 0;
 
+	char dbdir[] = "/var/tmp/taskprobe-test-db.XXXXXX", db[64];
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Tasks the tests run go to a database of the run's own, never the host's. */
+	if (!getenv("TASKPROBE_DB") && mkdtemp(dbdir)) {
+		snprintf(db, sizeof(db), "%s/tp.db", dbdir);
+		setenv("TASKPROBE_DB", db, 1);
+	} else {
+		dbdir[0] = '\0';
+	}
 	for (int tier = TIER_UNIT; tier <= TIER_E2E; tier++) {
 		for (int i = 0; i < ntests; i++) {
 			const struct tp_test *t = tests[i];
@@ -167,6 +176,13 @@ int main(int argc, char **argv)
 				passed++;
 			}
 		}
+	}
+	if (dbdir[0]) {
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dbdir);
+		if (system(cmd))
+			fprintf(stderr, "could not remove %s\n", dbdir);
 	}
 	if (skipped)
 		printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);

@@ -23,7 +23,8 @@ const char list_usage[] =
 	"  --label K=V     only tasks with this label (repeatable; host labels too)\n"
 	"  --status S      running, exited, signaled or lost\n"
 	"  --limit N       at most N tasks (default 50)\n";
-const char show_usage[] = "usage: taskprobe show ID\nOne stored task's summary (the newest with that id).\n";
+const char show_usage[] =
+	"usage: taskprobe show ID\nOne stored task's summary (the newest with that id).\n";
 const char hist_usage[] =
 	"usage: taskprobe hist ID [NAME]\nA stored task's histograms (cpu.runq_latency, "
 	"io.latency) as text bars.\n";
@@ -55,7 +56,18 @@ struct qopts {
 	int nargs;
 };
 
-enum { Q_DB = 0x200, Q_CONFIG, Q_JSON, Q_SINCE, Q_LABEL, Q_STATUS, Q_LIMIT, Q_BY, Q_HOST, Q_POINTS };
+enum {
+	Q_DB = 0x200,
+	Q_CONFIG,
+	Q_JSON,
+	Q_SINCE,
+	Q_LABEL,
+	Q_STATUS,
+	Q_LIMIT,
+	Q_BY,
+	Q_HOST,
+	Q_POINTS
+};
 
 /* allowed: which of since/label/status/limit/by/host/points this command takes. */
 static int parse_query(int argc, char **argv, const char *allowed, int min_args, int max_args,
@@ -89,7 +101,8 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 		const char *name = opt >= Q_SINCE && opt <= Q_POINTS ? all[opt - Q_DB].name : NULL;
 
 		if (name && !strstr(allowed, name)) {
-			tp_err("%s: unknown option '--%s'; see 'taskprobe %s --help'", cmd, name, cmd);
+			tp_err("%s: unknown option '--%s'; see 'taskprobe %s --help'", cmd, name,
+			       cmd);
 			return -EINVAL;
 		}
 		switch (opt) {
@@ -104,8 +117,8 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 			break;
 		case Q_SINCE:
 			if (tp_parse_duration(optarg, &q->since_ns)) {
-				tp_err("%s: invalid --since '%.32s': use 90s, 30m, 12h, 7d or 2w", cmd,
-				       optarg);
+				tp_err("%s: invalid --since '%.32s': use 90s, 30m, 12h, 7d or 2w",
+				       cmd, optarg);
 				return -EINVAL;
 			}
 			q->have_since = true;
@@ -170,7 +183,8 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 	while (optind < argc && q->nargs < 2)
 		q->args[q->nargs++] = argv[optind++];
 	if (optind < argc || q->nargs < min_args || q->nargs > max_args) {
-		tp_err("%s: wrong number of arguments; %.*s", cmd, (int)strcspn(usage, "\n"), usage);
+		tp_err("%s: wrong number of arguments; %.*s", cmd, (int)strcspn(usage, "\n"),
+		       usage);
 		return -EINVAL;
 	}
 	if (q->nargs && strcmp(cmd, "count") && !tp_valid_id(q->args[0])) {
@@ -182,12 +196,13 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 
 static struct store *open_db(const struct qopts *q)
 {
+	const char *env = getenv("TASKPROBE_DB");
 	struct config cfg;
 
 	config_defaults(&cfg);
 	if (config_load(&cfg, q->config ? q->config : TP_DEFAULT_CONFIG, q->config != NULL))
 		return NULL;
-	return store__open(q->db ? q->db : cfg.db, false);
+	return store__open(q->db ? q->db : env && *env ? env : cfg.db, false);
 }
 
 /* Adds " AND EXISTS(label = value)" for each filter; binds from index *i on. */
@@ -257,8 +272,8 @@ int cmd_list(int argc, char **argv)
 		jw_init(&w, stdout, true);
 		jw_arr_begin(&w);
 	} else {
-		printf("%-26s %-8s %-19s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL", "CPU",
-		       "PEAK MEM");
+		printf("%-26s %-8s %-19s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL",
+		       "CPU", "PEAK MEM");
 	}
 	while (shown < q.limit && sqlite3_step(st) == SQLITE_ROW) {
 		const char *id = (const char *)sqlite3_column_text(st, 0);
@@ -290,8 +305,10 @@ int cmd_list(int argc, char **argv)
 		when[10] = ' ';
 		when[19] = '\0';
 		printf("%-26.26s %-8s %-19s %8s %8s %9s\n", id, status, when,
-		       ended ? tp_fmt_dur(wall, sizeof(wall), (__u64)sqlite3_column_int64(st, 4)) : "-",
-		       ended ? tp_fmt_dur(cpu, sizeof(cpu), (__u64)sqlite3_column_double(st, 7)) : "-",
+		       ended ? tp_fmt_dur(wall, sizeof(wall), (__u64)sqlite3_column_int64(st, 4))
+			     : "-",
+		       ended ? tp_fmt_dur(cpu, sizeof(cpu), (__u64)sqlite3_column_double(st, 7))
+			     : "-",
 		       ended ? tp_fmt_bytes(mem, sizeof(mem), (__u64)sqlite3_column_double(st, 8))
 			     : "-");
 	}
@@ -518,7 +535,9 @@ int cmd_series(int argc, char **argv)
 			jw_ku64(&w, "t_ms", bk[b].t_ms);
 			jw_ku64(&w, "samples", bk[b].count);
 			for (int k = 0; k < 3; k++) {
-				const double *v = k == 0 ? bk[b].min : k == 1 ? bk[b].mean : bk[b].max;
+				const double *v = k == 0   ? bk[b].min
+						  : k == 1 ? bk[b].mean
+							   : bk[b].max;
 
 				jw_key(&w, stat[k]);
 				jw_obj_begin(&w);
@@ -588,7 +607,8 @@ int cmd_count(int argc, char **argv)
 		return rc > 0 ? 0 : EXIT_USAGE;
 	if (!valid_name(q.args[0]) || (q.by && !valid_name(q.by))) {
 		tp_err("count: invalid %s '%.64s': use A-Z a-z 0-9 _ . -",
-		       valid_name(q.args[0]) ? "label" : "metric", valid_name(q.args[0]) ? q.by : q.args[0]);
+		       valid_name(q.args[0]) ? "label" : "metric",
+		       valid_name(q.args[0]) ? q.by : q.args[0]);
 		return EXIT_USAGE;
 	}
 	s = open_db(&q);

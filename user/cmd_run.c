@@ -470,7 +470,7 @@ static void fill_end(struct task_record *t, const struct run_state *st)
 }
 
 /* Config, then the store: a bad config line or an unusable database stops us early. */
-static int open_store(const struct run_opts *o, struct config *cfg, struct store **store)
+static int open_store(struct run_opts *o, struct config *cfg, struct store **store)
 {
 	*store = NULL;
 	config_defaults(cfg);
@@ -479,7 +479,10 @@ static int open_store(const struct run_opts *o, struct config *cfg, struct store
 		return -EINVAL;
 	if (o->no_db)
 		return 0;
-	*store = store__open(o->db_path ? o->db_path : cfg->db, true);
+	/* --db, then TASKPROBE_DB (for a whole CI job at once), then the config's db. */
+	if (!o->db_path)
+		o->db_path = getenv("TASKPROBE_DB");
+	*store = store__open(o->db_path && *o->db_path ? o->db_path : cfg->db, true);
 	if (!*store)
 		return -EIO;
 	/* Housekeeping that must not fail the task: errors were printed already. */
@@ -586,8 +589,7 @@ static int run_task(struct run_opts *o)
 	sigaddset(&mask, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (st.events_fd < 0 || st.timer_fd < 0 || st.tick_fd < 0 || st.series_fd < 0 ||
-	    sfd < 0) {
+	if (st.events_fd < 0 || st.timer_fd < 0 || st.tick_fd < 0 || st.series_fd < 0 || sfd < 0) {
 		tp_err("cannot set up the event loop: %s", strerror(errno));
 		goto out_mask;
 	}

@@ -10,7 +10,7 @@
 
 /* One sample: integers, so that blocks encode as small deltas. */
 struct series_point {
-	__u64 t_ms;	      /* since the task started */
+	__u64 t_ms;		/* since the task started */
 	__s64 v[SERIES_FIELDS]; /* see series_field_names */
 };
 

@@ -55,8 +55,7 @@ static int db_error(struct store *s, const char *what)
 		tp_err("database %s is corrupt or not a taskprobe database (%s); move it away",
 		       s->path, sqlite3_errmsg(s->db));
 	else if (code == SQLITE_FULL)
-		tp_err("database %s: disk full (%s); free space or lower max_db_mb", s->path,
-		       what);
+		tp_err("database %s: disk full (%s); free space or lower max_db_mb", s->path, what);
 	else
 		tp_err("database %s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 	return -EIO;
@@ -81,21 +80,29 @@ static int user_version(struct store *s, int *v)
 	return rc == SQLITE_ROW ? 0 : -EIO;
 }
 
-/* Runs migrations from *version up to target, each in a transaction of its own. */
-static int migrate(struct store *s, int from, int target)
+/*
+ * Runs migrations up to target, each in a transaction of its own. The version is read
+ * again under the write lock: another collector may have migrated meanwhile.
+ */
+static int migrate(struct store *s, int target)
 {
 	char sql[64];
+	int v;
 
-	for (int v = from; v < target; v++) {
+	for (;;) {
+		if (exec(s, "BEGIN IMMEDIATE") || user_version(s, &v)) {
+			exec(s, "ROLLBACK");
+			return db_error(s, "schema migration");
+		}
+		if (v >= target)
+			return exec(s, "COMMIT") ? db_error(s, "schema migration") : 0;
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
-		if (exec(s, "BEGIN IMMEDIATE") || exec(s, migrations[v]) || exec(s, sql) ||
-		    exec(s, "COMMIT")) {
+		if (exec(s, migrations[v]) || exec(s, sql) || exec(s, "COMMIT")) {
 			db_error(s, "schema migration");
 			exec(s, "ROLLBACK");
 			return -EIO;
 		}
 	}
-	return 0;
 }
 
 static int mkdir_parents(const char *path)
@@ -155,7 +162,7 @@ static struct store *open_at(const char *path, bool create, int target)
 		db_error(s, "setting up");
 		goto fail;
 	}
-	if (v < target && migrate(s, v, target))
+	if (v < target && migrate(s, target))
 		goto fail;
 	return s;
 fail:
@@ -275,8 +282,8 @@ static int take_lock(struct store *s, __s64 tid, char *path, size_t len)
 	return flock(s->lock_fd, LOCK_EX | LOCK_NB) ? -errno : 0;
 }
 
-int store__task_begin(struct store *s, const struct task_record *t,
-		      const struct label *host_labels, int nhost, __s64 *tid)
+int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
+		      int nhost, __s64 *tid)
 {
 	char lock[PATH_MAX], *cmd = command_json(t);
 	int err;

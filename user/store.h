@@ -28,8 +28,8 @@ void store__close(struct store *s);
 sqlite3 *store__db(struct store *s);
 
 /* Writes the task's row (status running) with its labels; takes its liveness lock. */
-int store__task_begin(struct store *s, const struct task_record *t,
-		      const struct label *host_labels, int nhost, __s64 *tid);
+int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
+		      int nhost, __s64 *tid);
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
 			 size_t points);
 /* Writes the figures and the JSON record, the final status, and drops the lock. */

@@ -122,12 +122,13 @@ TEST(TIER_UNIT, store_migrates_forward)
 	ASSERT_OK(store__create_at_version(path, 1), "a schema-1 database");
 	ASSERT_EQ(user_version(path), 1, "version 1");
 	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "open");
-	ASSERT_EQ(sqlite3_exec(db,
-			       "INSERT INTO tasks (id, host, command, status, exit_status, start_ns,"
-			       " wall_ns) VALUES ('old-1', 'h', '[\"true\"]', 'exited', 0, 1, 2);"
-			       "INSERT INTO metrics VALUES (1, 'proc.execs', 3);",
-			       NULL, NULL, NULL),
-		  SQLITE_OK, "a task written at schema 1");
+	ASSERT_EQ(
+		sqlite3_exec(db,
+			     "INSERT INTO tasks (id, host, command, status, exit_status, start_ns,"
+			     " wall_ns) VALUES ('old-1', 'h', '[\"true\"]', 'exited', 0, 1, 2);"
+			     "INSERT INTO metrics VALUES (1, 'proc.execs', 3);",
+			     NULL, NULL, NULL),
+		SQLITE_OK, "a task written at schema 1");
 	sqlite3_close(db);
 	s = store__open(path, false);
 	if (!ASSERT_NOT_NULL(s, "open at the current schema"))

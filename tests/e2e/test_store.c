@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/* End-to-end tests: stored tasks, queries across them, lost collectors, damaged databases. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+static void run_n_true(const char *db, const char *id, const char *label, int n)
+{
+	char script[128];
+	struct tu_result r;
+
+	snprintf(script, sizeof(script), "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done",
+		 n);
+	tu_tp(&r, 60, "run", "--quiet", "--db", db, "--id", id, "--label", label, "--", "sh", "-c",
+	      script, NULL);
+	CHECK(r.status == 0, "task %s: %d %s", id, r.status, r.err);
+}
+
+static const struct json *query_json(const char *out_name, struct tu_result *r)
+{
+	const char *path = tu_tmp(out_name);
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return NULL;
+	fputs(r->out, f);
+	fclose(f);
+	return tu_load_json(path);
+}
+
+static const struct json *group(const struct json *res, const char *value)
+{
+	const struct json *gs = json_get(res, "groups");
+
+	for (size_t i = 0; i < json_len(gs); i++) {
+		const struct json *v = json_get(json_at(gs, i), "value");
+
+		if (v && v->type == JSON_STR && !strcmp(v->str, value))
+			return json_at(gs, i);
+	}
+	return NULL;
+}
+
+TEST(TIER_E2E, count_groups_and_sums)
+{
+	char db[512];
+	const struct json *res;
+	struct tu_result r;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
+	run_n_true(db, "t-1", "instance_type=m5.large", 3);
+	run_n_true(db, "t-2", "instance_type=m5.large", 4);
+	run_n_true(db, "t-3", "instance_type=c5.xlarge", 5);
+	/* Each task also execs its shell: 4 + 5 on m5.large, 6 on c5.xlarge. */
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "instance_type", "--json", NULL);
+	ASSERT_EQ(r.status, 0, "count");
+	res = query_json("count.json", &r);
+	if (!res)
+		return;
+	ASSERT_EQ(tu_num(group(res, "m5.large"), "tasks"), 2, "m5.large tasks");
+	ASSERT_EQ(tu_num(group(res, "m5.large"), "sum"), 9, "m5.large execs");
+	ASSERT_EQ(tu_num(group(res, "c5.xlarge"), "tasks"), 1, "c5.xlarge tasks");
+	ASSERT_EQ(tu_num(group(res, "c5.xlarge"), "sum"), 6, "c5.xlarge execs");
+	ASSERT_EQ(tu_num(res, "sum"), 15, "total");
+
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--label", "instance_type=c5.xlarge",
+	      "--json", NULL);
+	res = query_json("filtered.json", &r);
+	ASSERT_EQ(tu_num(res, "sum"), 6, "--label filter");
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "host", "--host", "no-such-*",
+	      "--json", NULL);
+	res = query_json("host.json", &r);
+	ASSERT_EQ(tu_num(res, "tasks"), 0, "--host glob that matches nothing");
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--since", "1h", "--json", NULL);
+	res = query_json("since.json", &r);
+	ASSERT_EQ(tu_num(res, "tasks"), 3, "--since 1h");
+
+	tu_tp(&r, 30, "count", "no.such.metric", "--db", db, NULL);
+	ASSERT_EQ(r.status, 1, "unknown metric");
+	ASSERT_TRUE(!strncmp(r.err, "taskprobe: ", 11), "one error line");
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--since", "soon", NULL);
+	ASSERT_EQ(r.status, 2, "bad duration");
+	tu_tp(&r, 30, "show", "no-such-task", "--db", db, NULL);
+	ASSERT_EQ(r.status, 1, "unknown task");
+
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	res = query_json("list.json", &r);
+	ASSERT_EQ(json_len(res), 3, "list");
+	ASSERT_STREQ(json_get(json_at(res, 0), "id")->str, "t-3", "newest first");
+	tu_tp(&r, 30, "show", "t-2", "--db", db, NULL);
+	ASSERT_TRUE(strstr(r.out, "4 execs") || strstr(r.out, "5 execs"),
+		    "show prints the summary");
+	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "show fits 80 columns");
+}
+
+static pid_t start_run(char *const args[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execv(tu_bin(), args);
+		_exit(127);
+	}
+	tu_track_pid(pid);
+	return pid;
+}
+
+static const char *status_of(const struct json *list, const char *id)
+{
+	for (size_t i = 0; i < json_len(list); i++) {
+		const struct json *t = json_at(list, i);
+
+		if (!strcmp(json_get(t, "id")->str, id))
+			return json_get(t, "status")->str;
+	}
+	return "(absent)";
+}
+
+TEST(TIER_E2E, dead_collector_shows_lost_live_one_does_not)
+{
+	char db[512], lost_cg[4096], live_cg[4096];
+	char *lost_args[] = { (char *)tu_bin(), "run", "--db", db,	"--id", "e2e-lost",
+			      "--interval",	"100", "--",   "sleep", "60",	NULL };
+	char *live_args[] = { (char *)tu_bin(), "run", "--db",	db,   "--id",
+			      "e2e-live",	"--",  "sleep", "60", NULL };
+	const struct json *list, *series;
+	struct tu_result r;
+	pid_t lost, live;
+	int st;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
+	snprintf(lost_cg, sizeof(lost_cg), "%s/taskprobe/e2e-lost", tu_cgroup_root());
+	snprintf(live_cg, sizeof(live_cg), "%s/taskprobe/e2e-live", tu_cgroup_root());
+	lost = start_run(lost_args);
+	live = start_run(live_args);
+	for (int i = 0;
+	     i < 500 && (cgroup_populated(lost_cg) <= 0 || cgroup_populated(live_cg) <= 0); i++)
+		usleep(10000);
+	/* Past one flush of the series (every 5 s), then the collector dies. */
+	sleep(6);
+	kill(lost, SIGKILL);
+	waitpid(lost, &st, 0);
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	list = query_json("list.json", &r);
+	ASSERT_STREQ(status_of(list, "e2e-lost"), "lost", "the killed collector's task");
+	ASSERT_STREQ(status_of(list, "e2e-live"), "running", "the live one's");
+	tu_tp(&r, 30, "series", "e2e-lost", "--db", db, "--points", "4", "--json", NULL);
+	series = query_json("series.json", &r);
+	ASSERT_EQ(json_len(json_get(series, "buckets")), 4, "--points 4 gives 4 buckets");
+	ASSERT_GE(tu_num(series, "samples"), 40, "the series flushed before the kill is kept");
+
+	/* The live task ends normally; its leftover-free end is stored. */
+	kill(live, SIGTERM);
+	ASSERT_TRUE(waitpid(live, &st, 0) == live && WIFEXITED(st) && WEXITSTATUS(st) == 143,
+		    "live task ends on SIGTERM");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	list = query_json("list2.json", &r);
+	ASSERT_STREQ(status_of(list, "e2e-live"), "signaled", "stored end");
+	ASSERT_STREQ(status_of(list, "e2e-lost"), "lost", "still lost");
+	/* The orphaned task's processes are ours to end: through its cgroup. */
+	cgroup_kill(lost_cg);
+	for (int i = 0; i < 200 && cgroup_populated(lost_cg) > 0; i++)
+		usleep(10000);
+	ASSERT_OK(cgroup_remove_task(lost_cg), "remove the orphaned task's cgroup");
+}
+
+static char *file_bytes(const char *path, size_t *len)
+{
+	char *buf = malloc(1 << 20);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, 1 << 20) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	*len = n > 0 ? (size_t)n : 0;
+	return buf;
+}
+
+static void check_refused_unchanged(const char *db, const char *what, const char *expect)
+{
+	size_t before_len, after_len;
+	char *before = file_bytes(db, &before_len), *after;
+	struct tu_result r;
+
+	tu_tp(&r, 30, "list", "--db", db, NULL);
+	CHECK(r.status == 1, "%s: list exit %d, expected 1", what, r.status);
+	CHECK(!strncmp(r.err, "taskprobe: ", 11) && strstr(r.err, expect), "%s: error '%s'", what,
+	      r.err);
+	CHECK(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "%s: one line", what);
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
+	CHECK(r.status == 125, "%s: run exit %d, expected 125", what, r.status);
+	after = file_bytes(db, &after_len);
+	CHECK(before_len == after_len && !memcmp(before, after, before_len), "%s: file changed",
+	      what);
+	free(before);
+	free(after);
+}
+
+TEST(TIER_E2E, newer_or_corrupt_database_refused_untouched)
+{
+	char db[512], junk[512];
+	struct tu_result r;
+	sqlite3 *h;
+	int fd;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "a first task");
+	/* Checkpoint so the whole database is in the one file compared below. */
+	if (ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK, "open")) {
+		sqlite3_exec(h,
+			     "PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE);"
+			     "PRAGMA journal_mode = DELETE;",
+			     NULL, NULL, NULL);
+		sqlite3_close(h);
+	}
+	check_refused_unchanged(db, "newer schema", "newer");
+
+	snprintf(junk, sizeof(junk), "%s", tu_tmp("junk.db"));
+	fd = open(junk, O_CREAT | O_WRONLY, 0644);
+	for (int i = 0; i < 64 && fd >= 0; i++)
+		if (write(fd, "this is not a database, just text that fills pages. ", 52) < 0)
+			break;
+	if (fd >= 0)
+		close(fd);
+	check_refused_unchanged(junk, "corrupt file", "corrupt");
+}
+
+TEST(TIER_E2E, signaled_task_stored)
+{
+	char db[512];
+	const struct json *rec;
+	struct tu_result r;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--id", "killed", "--", "sh", "-c",
+	      "/bin/true; kill -9 $$", NULL);
+	ASSERT_EQ(r.status, 137, "exit status");
+	tu_tp(&r, 30, "show", "killed", "--db", db, "--json", NULL);
+	rec = query_json("show.json", &r);
+	ASSERT_STREQ(json_get(rec, "status")->str, "signaled", "status");
+	ASSERT_EQ(tu_num(rec, "exit_status"), 137, "exit_status");
+	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 1, "its program table");
+	tu_tp(&r, 30, "hist", "killed", "cpu.runq_latency", "--db", db, NULL);
+	ASSERT_EQ(r.status, 0, "hist");
+	ASSERT_TRUE(strstr(r.out, "cpu.runq_latency") != NULL, "hist prints the histogram");
+}
+
+TEST(TIER_E2E, bad_config_line_names_file_and_line)
+{
+	const char *conf = tu_tmp("taskprobe.conf");
+	struct tu_result r;
+	FILE *f = fopen(conf, "w");
+	char want[600];
+
+	if (f) {
+		fputs("retain_days = 7\nretain_days = soon\n", f);
+		fclose(f);
+	}
+	tu_tp(&r, 30, "run", "--config", conf, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "exit status");
+	snprintf(want, sizeof(want), "taskprobe: %s:2: retain_days", conf);
+	ASSERT_TRUE(!strncmp(r.err, want, strlen(want)), "names the file and line 2");
+}
