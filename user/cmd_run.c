@@ -545,8 +545,6 @@ static int run_task(struct run_opts *o)
 
 	st.series_fd = -1;
 	st.sampler = &sampler;
-	if (open_store(o, &cfg, &store))
-		return EXIT_TP_FAILED;
 
 	err = cgroup2_mount(root, sizeof(root));
 	if (err) {
@@ -559,6 +557,8 @@ static int run_task(struct run_opts *o)
 		report_open_error(errno);
 		goto out;
 	}
+	if (open_store(o, &cfg, &store))
+		goto out;
 	err = cgroup_make_task(root, o->id, st.cgroup, sizeof(st.cgroup));
 	if (err) {
 		report_cgroup_error(err, o, root);
@@ -633,7 +633,8 @@ static int run_task(struct run_opts *o)
 	collector__sync(c);
 	fill_end(&rec, &st);
 	sampler__sample(&sampler, tp_now_ns());
-	sampler__flush(&sampler);
+	if (sampler__compact(&sampler))
+		sampler__flush(&sampler);
 	rec.peak_cores = (double)sampler.peak_millicores / 1000.0;
 	collector__read(c, slot, &rec.fig);
 	progs = collector__programs(c, slot, &nprogs);

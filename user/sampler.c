@@ -102,6 +102,25 @@ int sampler__flush(struct sampler *s)
 	return err;
 }
 
+int sampler__compact(struct sampler *s)
+{
+	size_t len = 0;
+	void *blob = NULL;
+	int err;
+
+	if (!s->store || !s->n)
+		return 0;
+	err = series_encode(s->pts, s->n, &blob, &len);
+	if (!err)
+		err = store__replace_series(s->store, s->tid, blob, len, s->n);
+	free(blob);
+	if (!err) {
+		s->flushed = s->n;
+		s->seq = 1;
+	}
+	return err;
+}
+
 void sampler__fini(struct sampler *s)
 {
 	free(s->pts);

@@ -37,6 +37,11 @@ void sampler__init(struct sampler *s, struct collector *c, int slot, const char 
 int sampler__sample(struct sampler *s, __u64 now_ns);
 /* Writes the samples not yet stored as one block. */
 int sampler__flush(struct sampler *s);
+/*
+ * At the task's end: all samples as one block in place of the 5-second ones, which
+ * were there for durability; per-block overhead would otherwise dominate storage.
+ */
+int sampler__compact(struct sampler *s);
 void sampler__fini(struct sampler *s);
 
 #endif /* TP_SAMPLER_H */

@@ -10,6 +10,12 @@
 #define SERIES_MAGIC 0x31535054u /* "TPS1" */
 #define SERIES_MAX_POINTS (1u << 20)
 
+/*
+ * Stored precision per field: memory in 4 KiB pages, disk rates in KiB/s. Finer
+ * digits are noise that costs bytes; decoding multiplies back.
+ */
+static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1 };
+
 const char *const series_field_names[SERIES_FIELDS] = {
 	"cpu_millicores", "mem_bytes", "read_bytes_per_s", "write_bytes_per_s", "procs",
 };
@@ -63,16 +69,21 @@ int series_encode(const struct series_point *p, size_t n, void **out, size_t *le
 	if (!raw)
 		return -ENOMEM;
 	raw_len += put_varint(raw + raw_len, n);
+	/* Times as the change of the step: a steady interval encodes as zeros. */
 	prev = 0;
 	for (size_t i = 0; i < n; i++) {
-		raw_len += put_varint(raw + raw_len, zigzag((__s64)p[i].t_ms - prev));
-		prev = (__s64)p[i].t_ms;
+		__s64 step = (__s64)p[i].t_ms - (i ? (__s64)p[i - 1].t_ms : 0);
+
+		raw_len += put_varint(raw + raw_len, zigzag(step - prev));
+		prev = step;
 	}
 	for (int f = 0; f < SERIES_FIELDS; f++) {
 		prev = 0;
 		for (size_t i = 0; i < n; i++) {
-			raw_len += put_varint(raw + raw_len, zigzag(p[i].v[f] - prev));
-			prev = p[i].v[f];
+			__s64 v = (p[i].v[f] + field_scale[f] / 2) / field_scale[f];
+
+			raw_len += put_varint(raw + raw_len, zigzag(v - prev));
+			prev = v;
 		}
 	}
 	zlen = compressBound(raw_len) + 8;
@@ -133,11 +144,12 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 	*pts = np;
 	np += *n;
 	prev = 0;
-	for (__u64 i = 0; i < count; i++) {
+	for (__u64 i = 0, t = 0; i < count; i++) {
 		if (get_varint(&p, end, &v))
 			goto out;
 		prev += unzigzag(v);
-		np[i].t_ms = (__u64)prev;
+		t += (__u64)prev;
+		np[i].t_ms = t;
 	}
 	for (int f = 0; f < SERIES_FIELDS; f++) {
 		prev = 0;
@@ -145,7 +157,7 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 			if (get_varint(&p, end, &v))
 				goto out;
 			prev += unzigzag(v);
-			np[i].v[f] = prev;
+			np[i].v[f] = prev * field_scale[f];
 		}
 	}
 	*n += count;

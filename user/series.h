@@ -17,7 +17,10 @@ struct series_point {
 /* cpu millicores, resident bytes, disk read B/s, disk write B/s, processes alive */
 extern const char *const series_field_names[SERIES_FIELDS];
 
-/* Column-major zigzag-varint deltas, then zlib: *out is malloc'd. */
+/*
+ * Column-major zigzag-varint deltas, then zlib: *out is malloc'd. Memory is kept to
+ * 4 KiB and disk rates to 1 KiB/s.
+ */
 int series_encode(const struct series_point *p, size_t n, void **out, size_t *len);
 /* Appends the decoded points of one block to *pts (realloc'd), *n updated. */
 int series_decode(const void *blob, size_t len, struct series_point **pts, size_t *n);

@@ -329,6 +329,21 @@ int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, 
 			(long long)tid, (long long)seq, (long long)points, blob, (int)len);
 }
 
+int store__replace_series(struct store *s, __s64 tid, const void *blob, size_t len, size_t points)
+{
+	int err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
+
+	if (!err)
+		err = run_stmt(s, "DELETE FROM series WHERE task = ?", "i", (long long)tid);
+	if (!err)
+		err = store__append_series(s, tid, 0, blob, len, points);
+	if (err) {
+		exec(s, "ROLLBACK");
+		return err;
+	}
+	return exec(s, "COMMIT") ? db_error(s, "committing the series") : 0;
+}
+
 static int write_hist(struct store *s, __s64 tid, const char *name, const struct tp_hist *h)
 {
 	return run_stmt(s, "INSERT OR REPLACE INTO histograms VALUES (?, ?, 'ns', ?, ?, ?)",

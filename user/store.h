@@ -32,6 +32,8 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
 		      int nhost, __s64 *tid);
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
 			 size_t points);
+/* Replaces all of a task's series blocks with one (compaction at the task's end). */
+int store__replace_series(struct store *s, __s64 tid, const void *blob, size_t len, size_t points);
 /* Writes the figures and the JSON record, the final status, and drops the lock. */
 int store__task_end(struct store *s, __s64 tid, const struct task_record *t);
 /* Forgets a task that never started (its command could not be executed). */

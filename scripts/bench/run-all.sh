@@ -6,4 +6,6 @@ dir=$(dirname "$0")
 [ $# -gt 0 ] && export TP="$1"
 bash "$dir/bpf-cost.sh"
 bash "$dir/startup.sh"
+bash "$dir/storage.sh"
+bash "$dir/count.sh"
 bash "$dir/overhead.sh"

@@ -25,7 +25,8 @@ TEST(TIER_UNIT, series_round_trip_and_size)
 		in[i].t_ms = (__u64)i * 1000 + (__u64)(rand_r(&seed) % 3);
 		in[i].v[0] = 1500 + rand_r(&seed) % 500;
 		in[i].v[1] = (300LL << 20) + (__s64)i * 4096;
-		in[i].v[2] = rand_r(&seed) % 4 ? 0 : rand_r(&seed) % (50 << 20);
+		/* Whole KiB: what the format keeps of a rate. */
+		in[i].v[2] = rand_r(&seed) % 4 ? 0 : (rand_r(&seed) % (50 << 10)) * 1024LL;
 		in[i].v[3] = 0;
 		in[i].v[4] = 3 + rand_r(&seed) % 2;
 	}
