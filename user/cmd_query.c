@@ -94,6 +94,10 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 
 	memset(q, 0, sizeof(*q));
 	q->limit = 50;
+	/* Errors in JSON too when --json is anywhere on the line, even after a bad option. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--json"))
+			tp_json_errors = 1;
 	q->points = 20;
 	optind = 0;
 	opterr = 0;

@@ -483,12 +483,7 @@ static int open_store(struct run_opts *o, struct config *cfg, struct store **sto
 	if (!o->db_path)
 		o->db_path = getenv("TASKPROBE_DB");
 	*store = store__open(o->db_path && *o->db_path ? o->db_path : cfg->db, true);
-	if (!*store)
-		return -EIO;
-	/* Housekeeping that must not fail the task: errors were printed already. */
-	store__mark_lost(*store);
-	store__retain(*store, cfg->retain_days, cfg->max_db_mb);
-	return 0;
+	return *store ? 0 : -EIO;
 }
 
 static void report_open_error(int err)
@@ -652,8 +647,11 @@ static int run_task(struct run_opts *o)
 			tp_err("cannot write %s: %s", o->json_path, strerror(-err));
 	}
 	/* The task ran: a store that fails now is reported, not turned into 125. */
-	if (store && tid >= 0)
-		store__task_end(store, tid, &rec);
+	if (store && tid >= 0 && !store__task_end(store, tid, &rec)) {
+		/* Housekeeping, after the task's own write so that it cannot delay it. */
+		store__mark_lost(store);
+		store__retain(store, cfg.retain_days, cfg.max_db_mb);
+	}
 	task_record_fini(&rec);
 
 out_mask:

@@ -12,16 +12,27 @@
 #include "util.h"
 
 int tp_verbose;
+int tp_json_errors;
 
 void tp_err(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fputs("taskprobe: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "taskprobe: %s\n", msg);
+	if (tp_json_errors) {
+		fputs("{\"error\": \"", stdout);
+		for (const char *p = msg; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				fputc('\\', stdout);
+			if ((unsigned char)*p >= 0x20)
+				fputc(*p, stdout);
+		}
+		fputs("\"}\n", stdout);
+	}
 }
 
 void tp_debug(const char *fmt, ...)

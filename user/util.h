@@ -17,6 +17,8 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 extern int tp_verbose;
+/* Set by --json: errors are also written to stdout as {"error": "..."}. */
+extern int tp_json_errors;
 
 /* Every user-facing error: one line, prefixed "taskprobe: ". */
 void tp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -111,3 +111,31 @@ out:
 	if (f)
 		fclose(f);
 }
+
+TEST(TIER_E2E, oom_kill_is_counted)
+{
+	const char *json = tu_tmp("task.json");
+	char script[2048], v1[512];
+	const struct json *rec;
+	struct tu_result r;
+
+	/* A memory limit the test owns: v1 memory cgroup here, memory.max on unified hosts. */
+	snprintf(v1, sizeof(v1), "/sys/fs/cgroup/memory/taskprobe-test-oom-%d", (int)getpid());
+	snprintf(script, sizeof(script),
+		 "if [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; then"
+		 "  mkdir %s && echo 64M > %s/memory.limit_in_bytes && echo $$ > %s/cgroup.procs;"
+		 " else"
+		 "  echo 64M > %s$(sed -n 's/^0:://p' /proc/self/cgroup)/memory.max;"
+		 " fi || exit 90;"
+		 " %s 256 /dev/null; rc=$?;"
+		 " if [ -d %s ]; then echo $$ > /sys/fs/cgroup/memory/cgroup.procs; fi;"
+		 " [ $rc -eq 137 ]",
+		 v1, v1, v1, tu_cgroup_root(), tu_helper("memtouch"), v1);
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
+	if (!access(v1, F_OK))
+		rmdir(v1);
+	ASSERT_EQ(r.status, 0, "memtouch was killed by the OOM killer (137)");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_metric(rec, "proc.oom_kills"), 1, "proc.oom_kills");
+	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 1, "the killed process failed");
+}

@@ -277,3 +277,29 @@ TEST(TIER_E2E, bad_config_line_names_file_and_line)
 	snprintf(want, sizeof(want), "taskprobe: %s:2: retain_days", conf);
 	ASSERT_TRUE(!strncmp(r.err, want, strlen(want)), "names the file and line 2");
 }
+
+TEST(TIER_E2E, locked_database_is_one_clear_error)
+{
+	char db[512];
+	struct tu_result r;
+	sqlite3 *h;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "a first task");
+	if (!ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK, "open"))
+		return;
+	ASSERT_EQ(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK, "hold the lock");
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "run against a locked database");
+	ASSERT_TRUE(strstr(r.err, "locked") != NULL, "says it is locked");
+	ASSERT_TRUE(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "in one line");
+	/* Readers are not blocked by a writer (WAL). */
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_EQ(r.status, 0, "list while a writer holds the lock");
+	sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(h);
+	tu_tp(&r, 30, "show", "nope", "--db", db, "--json", NULL);
+	ASSERT_STREQ(r.out, "{\"error\": \"no stored task 'nope'; 'taskprobe list' shows them\"}\n",
+		     "--json errors are JSON on stdout");
+}
