@@ -141,24 +141,31 @@ tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct
 	return hdr;
 }
 
-/* Processes alive in a task, and the most at once. */
-static __always_inline void tp_alive_add(__u32 slot, __s64 d)
+/* *max = max(*max, n), atomically against other CPUs doing the same. */
+static __always_inline void tp_raise_max(__s64 *max, __s64 n)
 {
-	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &slot);
-	__s64 n, cur;
+	__s64 cur = *max;
 
-	if (!ps)
-		return;
-	n = __sync_fetch_and_add(&ps->alive, d) + d;
-	cur = ps->max_alive;
 	/* Bounded retry: losing every race to a higher value is harmless. */
 	for (int i = 0; i < 8 && n > cur; i++) {
-		__s64 old = __sync_val_compare_and_swap(&ps->max_alive, cur, n);
+		__s64 old = __sync_val_compare_and_swap(max, cur, n);
 
 		if (old == cur)
 			break;
 		cur = old;
 	}
+}
+
+/* Processes alive in a task, and the most at once. */
+static __always_inline void tp_alive_add(__u32 slot, __s64 d)
+{
+	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	__s64 n;
+
+	if (!ps)
+		return;
+	n = __sync_fetch_and_add(&ps->alive, d) + d;
+	tp_raise_max(&ps->max_alive, n);
 }
 
 /* The thread's state if it belongs to a task whose slot is still in use. */

@@ -42,19 +42,10 @@ static __always_inline __s64 take_pages(struct tp_mm *m, int i, __s64 pages)
 static __always_inline void mem_add(__u32 slot, __s64 bytes)
 {
 	struct tp_mem_stats *ms = bpf_map_lookup_elem(&mem_stats, &slot);
-	__s64 n, cur;
 
-	if (!ms || !bytes)
-		return;
-	n = __sync_fetch_and_add(&ms->rss_bytes, bytes) + bytes;
-	cur = ms->peak_rss_bytes;
-	for (int i = 0; i < 8 && n > cur; i++) {
-		__s64 old = __sync_val_compare_and_swap(&ms->peak_rss_bytes, cur, n);
-
-		if (old == cur)
-			break;
-		cur = old;
-	}
+	if (ms && bytes)
+		tp_raise_max(&ms->peak_rss_bytes,
+			     __sync_fetch_and_add(&ms->rss_bytes, bytes) + bytes);
 }
 
 /*

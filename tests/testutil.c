@@ -148,6 +148,24 @@ int tu_run(char *const argv[], struct tu_result *r, int timeout_s)
 	return 0;
 }
 
+pid_t tu_spawn(char *const argv[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		tu_track_pid(pid);
+	return pid;
+}
+
 int tu_tp(struct tu_result *r, int timeout_s, ...)
 {
 	char *argv[64];

@@ -23,6 +23,8 @@ int tu_run(char *const argv[], struct tu_result *r, int timeout_s);
 /* Runs the taskprobe binary under test with the NULL-terminated arguments after it. */
 int tu_tp(struct tu_result *r, int timeout_s, ...) __attribute__((sentinel));
 const char *tu_bin(void);
+/* Starts argv (argv[0] a path) in the background, output to /dev/null; tracked. */
+pid_t tu_spawn(char *const argv[]);
 const char *tu_helper(const char *name);
 /* Parses a JSON file; freed after the test. NULL (and a failed check) when bad. */
 const struct json *tu_load_json(const char *path);

@@ -356,25 +356,51 @@ static int find_task(struct store *s, const char *id, __s64 *tid, char *status, 
 	return err;
 }
 
+/* A stored task named on the command line. */
+struct task_ref {
+	__s64 tid;
+	char status[32];
+	char *record; /* NULL until the task ended */
+	__u64 wall_ns;
+};
+
+/*
+ * The preamble of every per-task command: options, database, task. NULL when the
+ * command ends here, with its exit status in *ret (0 after --help).
+ */
+static struct store *open_task(int argc, char **argv, const char *allowed, int max_args,
+			       const char *usage, struct qopts *q, struct task_ref *t, int *ret)
+{
+	int rc = parse_query(argc, argv, allowed, 1, max_args, usage, q);
+	struct store *s;
+
+	memset(t, 0, sizeof(*t));
+	*ret = rc > 0 ? 0 : rc < 0 ? EXIT_USAGE : EXIT_RUNTIME;
+	if (rc)
+		return NULL;
+	s = open_db(q);
+	if (s && find_task(s, q->args[0], &t->tid, t->status, sizeof(t->status), &t->record,
+			   &t->wall_ns)) {
+		store__close(s);
+		s = NULL;
+	}
+	return s;
+}
+
 int cmd_show(int argc, char **argv)
 {
-	char status[32], *record = NULL;
 	struct task_record t;
 	struct json *j = NULL;
+	struct task_ref ref;
 	struct qopts q;
 	struct store *s;
-	__u64 wall;
-	__s64 tid;
-	int rc = parse_query(argc, argv, "", 1, 1, show_usage, &q), ret = EXIT_RUNTIME;
+	int ret;
 
-	if (rc)
-		return rc > 0 ? 0 : EXIT_USAGE;
-	s = open_db(&q);
+	s = open_task(argc, argv, "", 1, show_usage, &q, &ref, &ret);
 	if (!s)
-		return EXIT_RUNTIME;
-	if (find_task(s, q.args[0], &tid, status, sizeof(status), &record, &wall))
-		goto out;
-	if (!record) {
+		return ret;
+	ret = EXIT_RUNTIME;
+	if (!ref.record) {
 		/* Still running, or lost: no figures were written, its series may have been. */
 		if (q.json) {
 			struct jw w;
@@ -382,24 +408,24 @@ int cmd_show(int argc, char **argv)
 			jw_init(&w, stdout, true);
 			jw_obj_begin(&w);
 			jw_kstr(&w, "id", q.args[0]);
-			jw_kstr(&w, "status", status);
-			jw_ku64(&w, "wall_ns", wall);
+			jw_kstr(&w, "status", ref.status);
+			jw_ku64(&w, "wall_ns", ref.wall_ns);
 			jw_obj_end(&w);
 		} else {
 			printf("task %s: %s for %.1f s; no figures yet ('taskprobe series %s' shows "
 			       "what was flushed)\n",
-			       q.args[0], status, wall / 1e9, q.args[0]);
+			       q.args[0], ref.status, ref.wall_ns / 1e9, q.args[0]);
 		}
 		ret = 0;
 		goto out;
 	}
 	if (q.json) {
-		fputs(record, stdout);
+		fputs(ref.record, stdout);
 		fputc('\n', stdout);
 		ret = 0;
 		goto out;
 	}
-	j = json_parse(record, strlen(record), NULL, 0);
+	j = json_parse(ref.record, strlen(ref.record), NULL, 0);
 	if (!j || task_from_json(&t, j)) {
 		tp_err("the stored record of '%s' is damaged", q.args[0]);
 		goto out;
@@ -409,34 +435,31 @@ int cmd_show(int argc, char **argv)
 	ret = 0;
 out:
 	json_free(j);
-	free(record);
+	free(ref.record);
 	store__close(s);
 	return ret;
 }
 
 int cmd_hist(int argc, char **argv)
 {
-	char status[32], *record = NULL, a[32], b[32];
+	char a[32], b[32];
+	struct task_ref ref;
 	struct qopts q;
 	sqlite3_stmt *st;
 	struct store *s;
 	struct jw w;
-	__u64 wall;
-	__s64 tid;
-	int rc = parse_query(argc, argv, "", 1, 2, hist_usage, &q), ret = EXIT_RUNTIME, found = 0;
+	int ret, found = 0;
 
-	if (rc)
-		return rc > 0 ? 0 : EXIT_USAGE;
-	s = open_db(&q);
+	s = open_task(argc, argv, "", 2, hist_usage, &q, &ref, &ret);
 	if (!s)
-		return EXIT_RUNTIME;
-	if (find_task(s, q.args[0], &tid, status, sizeof(status), &record, &wall) ||
-	    prepare(s,
+		return ret;
+	ret = EXIT_RUNTIME;
+	if (prepare(s,
 		    "SELECT name, unit, count, sum, slots FROM histograms WHERE task = ? AND "
 		    "(? IS NULL OR name = ?) ORDER BY name",
 		    &st))
 		goto out;
-	sqlite3_bind_int64(st, 1, tid);
+	sqlite3_bind_int64(st, 1, ref.tid);
 	sqlite3_bind_text(st, 2, q.nargs > 1 ? q.args[1] : NULL, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, q.nargs > 1 ? q.args[1] : NULL, -1, SQLITE_STATIC);
 	if (q.json) {
@@ -484,34 +507,30 @@ int cmd_hist(int argc, char **argv)
 	}
 	ret = 0;
 out:
-	free(record);
+	free(ref.record);
 	store__close(s);
 	return ret;
 }
 
 int cmd_series(int argc, char **argv)
 {
-	char status[32], *record = NULL;
 	struct series_point *pts = NULL;
 	struct series_bucket *bk = NULL;
+	struct task_ref ref;
 	size_t n = 0;
 	struct qopts q;
 	sqlite3_stmt *st;
 	struct store *s;
 	struct jw w;
-	__u64 wall;
-	__s64 tid;
-	int rc = parse_query(argc, argv, "points", 1, 1, series_usage, &q), ret = EXIT_RUNTIME;
+	int ret;
 
-	if (rc)
-		return rc > 0 ? 0 : EXIT_USAGE;
-	s = open_db(&q);
+	s = open_task(argc, argv, "points", 1, series_usage, &q, &ref, &ret);
 	if (!s)
-		return EXIT_RUNTIME;
-	if (find_task(s, q.args[0], &tid, status, sizeof(status), &record, &wall) ||
-	    prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
+		return ret;
+	ret = EXIT_RUNTIME;
+	if (prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
 		goto out;
-	sqlite3_bind_int64(st, 1, tid);
+	sqlite3_bind_int64(st, 1, ref.tid);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (series_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
 				  &pts, &n)) {
@@ -521,14 +540,14 @@ int cmd_series(int argc, char **argv)
 	}
 	sqlite3_finalize(st);
 	bk = calloc((size_t)q.points, sizeof(*bk));
-	if (!bk || series_buckets(pts, n, wall / 1000000, (int)q.points, bk))
+	if (!bk || series_buckets(pts, n, ref.wall_ns / 1000000, (int)q.points, bk))
 		goto out;
 	if (q.json) {
 		jw_init(&w, stdout, true);
 		jw_obj_begin(&w);
 		jw_kstr(&w, "id", q.args[0]);
-		jw_kstr(&w, "status", status);
-		jw_ku64(&w, "span_ms", wall / 1000000);
+		jw_kstr(&w, "status", ref.status);
+		jw_ku64(&w, "span_ms", ref.wall_ns / 1000000);
 		jw_ku64(&w, "samples", n);
 		jw_key(&w, "buckets");
 		jw_arr_begin(&w);
@@ -577,7 +596,7 @@ int cmd_series(int argc, char **argv)
 out:
 	free(bk);
 	free(pts);
-	free(record);
+	free(ref.record);
 	store__close(s);
 	return ret;
 }

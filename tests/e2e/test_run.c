@@ -78,23 +78,6 @@ TEST(TIER_E2E, five_hundred_short_execs_exact)
 	ASSERT_EQ(tu_metric(rec, "lost_events"), 0, "lost events");
 }
 
-static pid_t spawn_tp(char *const args[])
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execv(tu_bin(), args);
-		_exit(127);
-	}
-	tu_track_pid(pid);
-	return pid;
-}
-
 static int wait_status(pid_t pid)
 {
 	int st;
@@ -127,8 +110,8 @@ TEST(TIER_E2E, concurrent_tasks_attributed_separately)
 				      "sleep 1; for i in 1 2 3 4 5 6 7; do /bin/true; done",
 				      NULL };
 
-		a = spawn_tp(busy_args);
-		b = spawn_tp(idle_args);
+		a = tu_spawn(busy_args);
+		b = tu_spawn(idle_args);
 	}
 	ASSERT_EQ(wait_status(a), 0, "busy task");
 	ASSERT_EQ(wait_status(b), 0, "idle task");
@@ -341,7 +324,7 @@ TEST(TIER_E2E, signals_are_forwarded)
 
 	snprintf(json, sizeof(json), "%s", tu_tmp("task.json"));
 	snprintf(cg, sizeof(cg), "%s/taskprobe/e2e-forward", tu_cgroup_root());
-	pid = spawn_tp(args);
+	pid = tu_spawn(args);
 	for (int i = 0; i < 500 && cgroup_populated(cg) <= 0; i++)
 		usleep(10000);
 	ASSERT_TRUE(cgroup_populated(cg) > 0, "the task started");

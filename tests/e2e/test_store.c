@@ -103,23 +103,6 @@ TEST(TIER_E2E, count_groups_and_sums)
 	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "show fits 80 columns");
 }
 
-static pid_t start_run(char *const args[])
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execv(tu_bin(), args);
-		_exit(127);
-	}
-	tu_track_pid(pid);
-	return pid;
-}
-
 static const char *status_of(const struct json *list, const char *id)
 {
 	for (size_t i = 0; i < json_len(list); i++) {
@@ -146,8 +129,8 @@ TEST(TIER_E2E, dead_collector_shows_lost_live_one_does_not)
 	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
 	snprintf(lost_cg, sizeof(lost_cg), "%s/taskprobe/e2e-lost", tu_cgroup_root());
 	snprintf(live_cg, sizeof(live_cg), "%s/taskprobe/e2e-live", tu_cgroup_root());
-	lost = start_run(lost_args);
-	live = start_run(live_args);
+	lost = tu_spawn(lost_args);
+	live = tu_spawn(live_args);
 	for (int i = 0;
 	     i < 500 && (cgroup_populated(lost_cg) <= 0 || cgroup_populated(live_cg) <= 0); i++)
 		usleep(10000);
