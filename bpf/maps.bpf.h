@@ -58,6 +58,17 @@ struct {
 	__type(value, struct tp_mem_stats);
 } mem_stats SEC(".maps") __weak;
 
+/*
+ * Per-slot peak of resident memory since userspace last reset it (at each phase
+ * boundary): apart from mem_stats so that a reset never clobbers the live counters.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, __s64);
+} phase_peak SEC(".maps") __weak;
+
 /* Size is set by the loader before load (collector_opts.ringbuf_bytes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -42,10 +42,14 @@ static __always_inline __s64 take_pages(struct tp_mm *m, int i, __s64 pages)
 static __always_inline void mem_add(__u32 slot, __s64 bytes)
 {
 	struct tp_mem_stats *ms = bpf_map_lookup_elem(&mem_stats, &slot);
+	__s64 *pp = bpf_map_lookup_elem(&phase_peak, &slot), n;
 
-	if (ms && bytes)
-		tp_raise_max(&ms->peak_rss_bytes,
-			     __sync_fetch_and_add(&ms->rss_bytes, bytes) + bytes);
+	if (!ms || !bytes)
+		return;
+	n = __sync_fetch_and_add(&ms->rss_bytes, bytes) + bytes;
+	tp_raise_max(&ms->peak_rss_bytes, n);
+	if (pp)
+		tp_raise_max(pp, n);
 }
 
 /*

@@ -20,6 +20,8 @@
 #include "commands.h"
 #include "config.h"
 #include "hostinfo.h"
+#include "msock.h"
+#include "phases.h"
 #include "sampler.h"
 #include "store.h"
 
@@ -282,6 +284,12 @@ struct run_state {
 	int tick_fd;
 	int series_fd;
 	struct sampler *sampler;
+	struct collector *c;
+	int slot;
+	const char *cg_rel; /* the task's cgroup below the cgroup2 mount */
+	struct msock msock;
+	struct um_table um;
+	struct phases phases;
 	bool main_done;
 	bool done;
 	int wstatus;
@@ -366,6 +374,97 @@ static void on_signal(struct run_state *st, const struct signalfd_siginfo *si)
 		kill(st->pid, sig);
 }
 
+/* The task's live figures now, for a phase boundary. */
+static void snapshot(struct run_state *st, struct phase_snap *snap)
+{
+	struct task_figures f;
+	struct cg_cpu_stat cs;
+
+	collector__poll(st->c, 0);
+	memset(snap, 0, sizeof(*snap));
+	snap->t_ns = tp_now_ns();
+	if (collector__read(st->c, st->slot, &f))
+		return;
+	/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
+	snap->cpu_ns = cgroup_read_cpu_stat(st->cgroup, &cs) ? f.cpu_ns : cs.usage_us * 1000;
+	snap->execs = f.execs;
+	snap->read_bytes = f.io_blk_read_bytes;
+	snap->write_bytes = f.io_blk_write_bytes;
+	snap->runq = f.runq;
+}
+
+static void on_line(struct run_state *st, const char *line, size_t len)
+{
+	static const char *const reserved[] = { "cpu.", "proc.", "io.",	       "mem.",
+						"net.", "http.", "lost_events" };
+	struct phase_snap snap;
+	struct um_line l;
+	enum um_reject r = um_parse_line(line, len, &l);
+
+	if (!r && (l.kind == UM_PHASE_BEGIN || l.kind == UM_PHASE_END)) {
+		snapshot(st, &snap);
+		if (l.kind == UM_PHASE_BEGIN)
+			r = phases__begin(&st->phases, l.key, &snap,
+					  collector__take_peak(st->c, st->slot))
+				    ? UM_TOO_MANY_NAMES
+				    : UM_OK;
+		else
+			r = phases__end(&st->phases, l.key, &snap,
+					collector__take_peak(st->c, st->slot))
+				    ? UM_UNKNOWN_PHASE
+				    : UM_OK;
+	} else if (!r) {
+		/* The built-in figures' names are not the task's to write. */
+		for (size_t i = 0; i < ARRAY_SIZE(reserved) && !r; i++)
+			if (!strncmp(l.key, reserved[i], strlen(reserved[i])))
+				r = UM_BAD_NAME;
+		if (!r)
+			r = um_table__add(&st->um, &l);
+	}
+	if (r)
+		st->um.rejected[r]++;
+	else
+		st->um.accepted++;
+}
+
+/* Every datagram waiting on the metrics socket; each line is accepted or counted. */
+static void drain_socket(struct run_state *st)
+{
+	static char buf[MSOCK_DGRAM_MAX];
+	struct sockaddr_un from;
+	socklen_t from_len;
+	ssize_t n;
+	pid_t pid;
+
+	if (st->msock.fd < 0)
+		return;
+	while ((n = msock__recv(&st->msock, buf, sizeof(buf), &pid, &from, &from_len)) != -EAGAIN) {
+		bool ours;
+
+		if (n == -EMSGSIZE) {
+			st->um.rejected[UM_TOO_LONG]++;
+			continue;
+		}
+		if (n < 0)
+			break;
+		/* Who sent it, from the kernel's credentials: never a claim in the text. */
+		ours = pid > 0 && pid_in_cgroup(pid, st->cg_rel);
+		for (char *p = buf, *end = buf + n; p < end;) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t len = (size_t)((nl ? nl : end) - p);
+
+			if (len) {
+				if (ours)
+					on_line(st, p, len);
+				else
+					st->um.rejected[UM_NOT_IN_TASK]++;
+			}
+			p += len + 1;
+		}
+		msock__ack(&st->msock, &from, from_len);
+	}
+}
+
 static int event_loop(struct collector *c, struct run_state *st, int sfd)
 {
 	struct epoll_event ev, evs[8];
@@ -383,6 +482,10 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 	epoll_ctl(ep, EPOLL_CTL_ADD, st->tick_fd, &ev);
 	ev.data.fd = st->series_fd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, st->series_fd, &ev);
+	if (st->msock.fd >= 0) {
+		ev.data.fd = st->msock.fd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, st->msock.fd, &ev);
+	}
 	ev.data.fd = collector__epoll_fd(c);
 	epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	ev.events = EPOLLPRI;
@@ -424,6 +527,8 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 					/* A full disk must not stop the task: the next flush retries. */
 					sampler__sample(st->sampler, tp_now_ns());
 				}
+			} else if (fd == st->msock.fd) {
+				drain_socket(st);
 			} else if (fd == st->tick_fd) {
 				__u64 ticks;
 
@@ -540,6 +645,9 @@ static int run_task(struct run_opts *o)
 
 	st.series_fd = -1;
 	st.sampler = &sampler;
+	st.msock.fd = -1;
+	if (um_table__init(&st.um))
+		return EXIT_TP_FAILED;
 
 	err = cgroup2_mount(root, sizeof(root));
 	if (err) {
@@ -565,6 +673,16 @@ static int run_task(struct run_opts *o)
 		tp_err("cannot track cgroup %s: %s", st.cgroup, strerror(-slot));
 		goto out;
 	}
+	st.c = c;
+	st.slot = slot;
+	st.cg_rel = st.cgroup + strlen(root);
+	/* Without the socket the task still runs, only its own metrics are not taken. */
+	err = msock__open(&st.msock);
+	if (err)
+		tp_err("warning: no metrics socket (%s: %s); the task runs without it", MSOCK_DIR,
+		       strerror(-err));
+	else
+		setenv("TASKPROBE_SOCKET", st.msock.path, 1);
 	st.events_fd = cgroup_events_fd(st.cgroup);
 	st.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	st.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -600,6 +718,7 @@ static int run_task(struct run_opts *o)
 			goto out_mask;
 	}
 	sampler__init(&sampler, c, slot, st.cgroup, st.start_ns, store, tid);
+	phases__init(&st.phases, st.start_ns);
 	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err);
 	if (st.pid < 0) {
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
@@ -626,6 +745,16 @@ static int run_task(struct run_opts *o)
 	rec.main_wall_ns = st.main_end_ns - st.start_ns;
 
 	collector__sync(c);
+	/* What the task sent before it ended counts, then open phases end with it. */
+	drain_socket(&st);
+	{
+		struct phase_snap snap;
+
+		snapshot(&st, &snap);
+		phases__close_all(&st.phases, &snap, collector__take_peak(c, slot));
+	}
+	rec.phases = &st.phases;
+	rec.um = &st.um;
 	fill_end(&rec, &st);
 	sampler__sample(&sampler, tp_now_ns());
 	if (sampler__compact(&sampler))
@@ -673,6 +802,9 @@ out:
 		close(st.series_fd);
 	sampler__fini(&sampler);
 	store__close(store);
+	msock__close(&st.msock);
+	phases__fini(&st.phases);
+	um_table__fini(&st.um);
 	if (st.pidfd >= 0)
 		close(st.pidfd);
 	collector__free(c);

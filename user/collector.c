@@ -298,7 +298,7 @@ static int zero_slot_maps(struct collector *c, __u32 slot)
 {
 	struct bpf_map *percpu[] = { c->skel->maps.cpu_stats, c->skel->maps.io_stats };
 	struct bpf_map *shared[] = { c->skel->maps.proc_stats, c->skel->maps.ioac_stats,
-				     c->skel->maps.mem_stats };
+				     c->skel->maps.mem_stats, c->skel->maps.phase_peak };
 	char zero[sizeof(struct tp_proc_stats)] = { 0 };
 
 	_Static_assert(sizeof(struct tp_proc_stats) >= sizeof(struct tp_ioac_stats) &&
@@ -524,6 +524,21 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	out->lost_events = ps.lost_events;
 	out->events_received = c->slots[slot].events;
 	return read_io_mem(c, key, out);
+}
+
+__s64 collector__take_peak(struct collector *c, int slot)
+{
+	int fd = bpf_map__fd(c->skel->maps.phase_peak);
+	struct tp_mem_stats ms;
+	__u32 key = (__u32)slot;
+	__s64 peak = 0, now;
+
+	if (bpf_map_lookup_elem(fd, &key, &peak) ||
+	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.mem_stats), &key, &ms))
+		return 0;
+	now = ms.rss_bytes > 0 ? ms.rss_bytes : 0;
+	bpf_map_update_elem(fd, &key, &now, 0);
+	return peak > now ? peak : now;
 }
 
 const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n)

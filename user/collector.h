@@ -82,6 +82,11 @@ int collector__poll(struct collector *c, int timeout_ms);
 int collector__sync(struct collector *c);
 
 int collector__read(struct collector *c, int slot, struct task_figures *out);
+/*
+ * The peak of resident memory since the last call (or since tracking), and a new
+ * window that starts from what is resident now.
+ */
+__s64 collector__take_peak(struct collector *c, int slot);
 /* The task's program table, in no particular order; valid until the next poll or untrack. */
 const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n);
 /* Events no task could take (full ring buffer), over the collector's life. */

@@ -155,6 +155,38 @@ static void print_programs(FILE *f, const struct task_record *t)
 			t->nprogs - TOP_PROGRAMS);
 }
 
+#define TOP_PHASES 12
+
+static void print_phases(FILE *f, const struct task_record *t)
+{
+	const struct phases *ph = t->phases;
+	char a[32], b[32], c[32], d[32], name[24];
+
+	if (!ph || !ph->n)
+		return;
+	fprintf(f, "  phases     %-20s %8s %8s %9s %9s%s\n", "NAME", "WALL", "CPU", "DISK",
+		"PEAK MEM", "");
+	for (size_t i = 0; i < ph->n && i < TOP_PHASES; i++) {
+		const struct phase *p = &ph->p[i];
+		int indent = p->depth < 4 ? p->depth * 2 : 8;
+
+		snprintf(name, sizeof(name), "%*s%.*s%s", indent, "", 19 - indent - !!p->unfinished,
+			 p->name, p->unfinished ? "*" : "");
+		fprintf(f, "             %-20s %8s %8s %9s %9s\n", name,
+			tp_fmt_dur(a, sizeof(a), p->wall_ns), tp_fmt_dur(b, sizeof(b), p->cpu_ns),
+			tp_fmt_bytes(c, sizeof(c), p->read_bytes + p->write_bytes),
+			tp_fmt_bytes(d, sizeof(d),
+				     p->peak_mem_bytes > 0 ? (__u64)p->peak_mem_bytes : 0));
+	}
+	if (ph->n > TOP_PHASES)
+		fprintf(f, "             (%zu more in the JSON record)\n", ph->n - TOP_PHASES);
+	for (size_t i = 0; i < ph->n; i++)
+		if (ph->p[i].unfinished) {
+			fprintf(f, "             * still open when the task ended\n");
+			break;
+		}
+}
+
 static void print_io_mem(FILE *f, const struct task_record *t)
 {
 	const struct task_figures *g = &t->fig;
@@ -198,6 +230,7 @@ void task_print_summary(FILE *f, const struct task_record *t)
 		(unsigned long long)g->forks, (unsigned long long)g->execs,
 		(unsigned long long)g->failed_exits, (long long)g->max_alive);
 	print_io_mem(f, t);
+	print_phases(f, t);
 	print_leftovers(f, t);
 	print_programs(f, t);
 	fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n", (unsigned long long)g->runq.count,
@@ -238,6 +271,55 @@ static void write_hist(struct jw *w, const char *name, const struct tp_hist *h, 
 	jw_obj_end(w);
 }
 
+static const char *const um_kind_names[] = { "counter", "gauge", "timer" };
+
+/* Counters by their total, gauges by their last value, timers by total ms and count. */
+static void write_user_metric_values(struct jw *w, const struct um_table *um)
+{
+	char key[UM_KEY_MAX + 8];
+
+	for (size_t i = 0; um && i < um->n; i++) {
+		const struct um_metric *m = &um->m[i];
+
+		jw_kdouble(w, m->key, m->kind == UM_GAUGE ? m->last : m->sum);
+		if (m->kind == UM_TIMER) {
+			snprintf(key, sizeof(key), "%s.count", m->key);
+			jw_ku64(w, key, m->count);
+		}
+	}
+}
+
+static void write_user_metrics(struct jw *w, const struct um_table *um)
+{
+	jw_key(w, "user_metrics");
+	jw_arr_begin(w);
+	for (size_t i = 0; um && i < um->n; i++) {
+		const struct um_metric *m = &um->m[i];
+
+		jw_obj_begin(w);
+		jw_kstr(w, "name", m->key);
+		jw_kstr(w, "type", um_kind_names[m->kind]);
+		jw_ku64(w, "count", m->count);
+		jw_kdouble(w, "sum", m->sum);
+		jw_kdouble(w, "last", m->last);
+		jw_kdouble(w, "min", m->min);
+		jw_kdouble(w, "max", m->max);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_key(w, "metrics_socket");
+	jw_obj_begin(w);
+	jw_ku64(w, "accepted", um ? um->accepted : 0);
+	jw_ku64(w, "rejected", um ? um_table__rejected_total(um) : 0);
+	jw_key(w, "rejected_by_reason");
+	jw_obj_begin(w);
+	for (int r = 1; um && r < UM_REJECT_KINDS; r++)
+		if (um->rejected[r])
+			jw_ku64(w, um_reject_names[r], um->rejected[r]);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
 static void write_metrics(struct jw *w, const struct task_record *t)
 {
 	const struct task_figures *g = &t->fig;
@@ -270,6 +352,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "io.blk_write_bytes", g->io_blk_write_bytes);
 	jw_ku64(w, "mem.peak_bytes", task_mem_peak(t, &mem_src));
 	jw_ku64(w, "lost_events", g->lost_events);
+	write_user_metric_values(w, t->um);
 	jw_obj_end(w);
 
 	jw_key(w, "sources");
@@ -349,6 +432,13 @@ void task_write_json(struct jw *w, const struct task_record *t)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+
+	jw_key(w, "phases");
+	if (t->phases)
+		phases__write_json(w, t->phases);
+	else
+		jw_null(w);
+	write_user_metrics(w, t->um);
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);

@@ -10,6 +10,8 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "json.h"
+#include "phases.h"
+#include "usermetrics.h"
 #include "util.h"
 
 #define TASK_RECORD_SCHEMA 1
@@ -49,8 +51,10 @@ struct task_record {
 	__u64 memory_peak;
 	struct program_stat *progs; /* sorted by CPU, most first */
 	size_t nprogs;
-	double peak_cores; /* most cores in use over one series interval */
-	char **argv_owned; /* set by task_from_json */
+	double peak_cores;	     /* most cores in use over one series interval */
+	const struct phases *phases; /* may be NULL */
+	const struct um_table *um;   /* the metrics socket's harvest; may be NULL */
+	char **argv_owned;	     /* set by task_from_json */
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The metrics socket: datagrams with the sender's kernel credentials. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "msock.h"
+#include "util.h"
+
+int msock__open(struct msock *m)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int one = 1, rcvbuf = 4 << 20;
+
+	m->fd = -1;
+	if (mkdir(MSOCK_DIR, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(m->path, sizeof(m->path), "%s/run-%d.sock", MSOCK_DIR, (int)getpid());
+	unlink(m->path);
+	m->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (m->fd < 0)
+		return -errno;
+	/* A larger queue absorbs bursts; senders block when it is full, nothing drops. */
+	setsockopt(m->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (setsockopt(m->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
+		goto fail;
+	memcpy(sa.sun_path, m->path, sizeof(m->path));
+	if (bind(m->fd, (struct sockaddr *)&sa, sizeof(sa)))
+		goto fail;
+	/* Any user's process in the task may report; processes outside it are refused. */
+	chmod(m->path, 0666);
+	return 0;
+fail:
+	close(m->fd);
+	m->fd = -1;
+	return -errno;
+}
+
+ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, struct sockaddr_un *from,
+		    socklen_t *from_len)
+{
+	char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+	struct iovec iov = { buf, len };
+	struct msghdr msg = { .msg_name = from,
+			      .msg_namelen = sizeof(*from),
+			      .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*pid = 0;
+	*from_len = 0;
+	n = recvmsg(m->fd, &msg, MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	/* Only a bound sender (sun_path beyond the family) can be answered. */
+	*from_len = msg.msg_namelen > sizeof(sa_family_t) ? msg.msg_namelen : 0;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+			struct ucred cred;
+
+			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+			*pid = cred.pid;
+		}
+	}
+	/* A truncated datagram is refused whole, as an over-long line. */
+	if (msg.msg_flags & MSG_TRUNC)
+		return -EMSGSIZE;
+	return n;
+}
+
+void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len)
+{
+	if (to_len)
+		sendto(m->fd, "ok", 2, MSG_DONTWAIT, (const struct sockaddr *)to, to_len);
+}
+
+void msock__close(struct msock *m)
+{
+	if (m->fd < 0)
+		return;
+	close(m->fd);
+	unlink(m->path);
+	m->fd = -1;
+}
+
+int msock_send(const char *text, size_t len)
+{
+	const char *path = getenv("TASKPROBE_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX }, self = { 0 };
+	int fd, err = 0;
+
+	if (!path || !*path)
+		return -ENOTCONN;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* An autobound (abstract) address, so that the collector can answer. */
+	self.sun_family = AF_UNIX;
+	if (bind(fd, (struct sockaddr *)&self, sizeof(sa_family_t)) ||
+	    sendto(fd, text, len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+	} else {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char ack[8];
+
+		if (poll(&p, 1, 2000) != 1 || recv(fd, ack, sizeof(ack), 0) <= 0)
+			err = -ETIMEDOUT;
+	}
+	close(fd);
+	return err;
+}
+
+int pid_in_cgroup(pid_t pid, const char *rel)
+{
+	char file[64], buf[4096], *line, *save;
+	size_t n = strlen(rel);
+
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	if (tp_read_file(file, buf, sizeof(buf)) <= 0)
+		return 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line += 3;
+		return !strncmp(line, rel, n) && (line[n] == '\0' || line[n] == '/');
+	}
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The metrics socket: a Unix datagram socket whose path the task gets as
+ * TASKPROBE_SOCKET. The sender is known from the kernel's credentials of each
+ * datagram (SCM_CREDENTIALS), never from anything it says.
+ */
+#ifndef TP_MSOCK_H
+#define TP_MSOCK_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#define MSOCK_DIR "/run/taskprobe"
+/* One datagram: many lines, each at most 4 KiB. */
+#define MSOCK_DGRAM_MAX 65536
+
+struct msock {
+	int fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+/* Binds a socket for this run under MSOCK_DIR (anyone may send; senders are checked). */
+int msock__open(struct msock *m);
+/*
+ * One datagram into buf; the sender's pid (0 when the kernel gave none) and address
+ * (for msock__ack; from_len 0 when the sender has none).
+ */
+ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, struct sockaddr_un *from,
+		    socklen_t *from_len);
+/* Tells a waiting sender its datagram was taken (the `phase` and `emit` commands wait). */
+void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len);
+void msock__close(struct msock *m);
+/*
+ * Sends one datagram to the socket in TASKPROBE_SOCKET and waits (up to 2 s) for the
+ * collector to take it, so that the sender is still alive, and its cgroup known, when
+ * the collector checks who sent it.
+ */
+int msock_send(const char *text, size_t len);
+/* Is pid's cgroup v2 the cgroup rel (relative to the cgroup2 mount) or below it? */
+int pid_in_cgroup(pid_t pid, const char *rel);
+
+#endif /* TP_MSOCK_H */
