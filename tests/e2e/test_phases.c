@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/* End-to-end tests: phases, the metrics socket and its limits, against known truth. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static const struct json *phase(const struct json *rec, const char *name)
+{
+	const struct json *ps = json_get(rec, "phases");
+
+	for (size_t i = 0; i < json_len(ps); i++) {
+		const struct json *n = json_get(json_at(ps, i), "name");
+
+		if (n && n->type == JSON_STR && !strcmp(n->str, name))
+			return json_at(ps, i);
+	}
+	CHECK(false, "no phase '%s'", name);
+	return NULL;
+}
+
+static const struct json *user_metric(const struct json *rec, const char *name)
+{
+	const struct json *ms = json_get(rec, "user_metrics");
+
+	for (size_t i = 0; i < json_len(ms); i++) {
+		const struct json *n = json_get(json_at(ms, i), "name");
+
+		if (n && n->type == JSON_STR && !strcmp(n->str, name))
+			return json_at(ms, i);
+	}
+	return NULL;
+}
+
+static double rejected(const struct json *rec, const char *reason)
+{
+	return tu_num(json_get(json_get(rec, "metrics_socket"), "rejected_by_reason"), reason);
+}
+
+TEST(TIER_E2E, phases_get_their_own_figures)
+{
+	const char *json = tu_tmp("task.json"), *truth = tu_tmp("truth"), *data = tu_tmp("data");
+	char script[4096];
+	const struct json *rec, *co, *build, *inner, *up, *open_;
+	double children, self;
+	struct tu_result r;
+
+	/*
+	 * checkout is marked with the `taskprobe phase` command; the others with the plain
+	 * sendlines helper, whose own CPU is negligible next to the burner's truth.
+	 */
+	snprintf(script, sizeof(script),
+		 "T=%s; S=%s; $T phase begin checkout && sleep 0.5 && $T phase end checkout &&"
+		 " $S 1 phase:begin:build && %s 1 1000 %s && $S 1 phase:begin:inner && /bin/true &&"
+		 " $S 1 phase:end:inner && $S 1 phase:end:build &&"
+		 " $S 1 phase:begin:upload &&"
+		 " dd if=/dev/zero of=%s bs=1M count=32 oflag=direct status=none &&"
+		 " $S 1 phase:end:upload && $S 1 phase:begin:left-open",
+		 tu_bin(), tu_helper("sendlines"), tu_helper("burn"), truth, data);
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec || !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
+		return;
+	co = phase(rec, "checkout");
+	build = phase(rec, "build");
+	inner = phase(rec, "inner");
+	up = phase(rec, "upload");
+	open_ = phase(rec, "left-open");
+	ASSERT_GE(tu_num(co, "wall_ns"), 500e6, "checkout's wall time covers its sleep");
+	ASSERT_LE(tu_num(co, "cpu_ns"), 100e6, "checkout used little CPU");
+	/* The burner's own rusage, plus the tiny inner phase inside build. */
+	ASSERT_NEAR(tu_num(build, "cpu_ns"), children + self + tu_num(inner, "cpu_ns"), 0.05,
+		    "build's CPU vs the burner's getrusage");
+	ASSERT_NEAR(tu_num(up, "write_bytes"), 32 * MIB, 0.02, "upload's direct writes");
+	ASSERT_LE(tu_num(build, "write_bytes"), 1 * MIB, "build wrote nothing much");
+	ASSERT_EQ(tu_num(inner, "depth"), 1, "inner nests in build");
+	ASSERT_TRUE(tu_num(inner, "start_ms") >= tu_num(build, "start_ms") &&
+			    tu_num(inner, "start_ms") * 1e6 + tu_num(inner, "wall_ns") <=
+				    tu_num(build, "start_ms") * 1e6 + tu_num(build, "wall_ns") +
+					    1e6,
+		    "inner lies within build");
+	/* /bin/true, and the sendlines that ended it (it execs before it sends). */
+	ASSERT_EQ(tu_num(inner, "execs"), 2, "inner's execs");
+	ASSERT_TRUE(json_get(open_, "unfinished")->b, "a phase open at the end is flagged");
+	ASSERT_FALSE(json_get(build, "unfinished")->b, "build ended normally");
+}
+
+TEST(TIER_E2E, socket_counts_10000_exactly)
+{
+	const char *json = tu_tmp("task.json");
+	const struct json *rec;
+	struct tu_result r;
+
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", tu_helper("sendlines"), "10000",
+	      "hits:1|c", NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_num(user_metric(rec, "hits"), "sum"), 10000, "10 000 counters");
+	ASSERT_EQ(tu_metric(rec, "hits"), 10000, "stored like a built-in metric");
+	ASSERT_EQ(tu_num(json_get(rec, "metrics_socket"), "rejected"), 0, "nothing refused");
+}
+
+TEST(TIER_E2E, socket_refuses_other_tasks)
+{
+	char b_json[512], a_json[512], b_sock[128], script[512];
+	const struct json *a, *b;
+	struct tu_result r;
+	pid_t tp_b;
+	int st;
+
+	snprintf(b_json, sizeof(b_json), "%s", tu_tmp("b.json"));
+	snprintf(a_json, sizeof(a_json), "%s", tu_tmp("a.json"));
+	{
+		char *args[] = { (char *)tu_bin(), "run", "--quiet", "--json", b_json, "--",
+				 "sleep",	   "3",	  NULL };
+
+		tp_b = tu_spawn(args);
+	}
+	snprintf(b_sock, sizeof(b_sock), "/run/taskprobe/run-%d.sock", (int)tp_b);
+	for (int i = 0; i < 300 && access(b_sock, F_OK); i++)
+		usleep(10000);
+	/* Task A writes into B's socket: B must refuse all of it. */
+	snprintf(script, sizeof(script), "%s -s %s 5 'stolen:1|c'", tu_helper("sendlines"), b_sock);
+	tu_tp(&r, 30, "run", "--quiet", "--json", a_json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "task A ran");
+	ASSERT_TRUE(waitpid(tp_b, &st, 0) == tp_b && WIFEXITED(st) && !WEXITSTATUS(st), "task B");
+	b = tu_load_json(b_json);
+	a = tu_load_json(a_json);
+	if (!a || !b)
+		return;
+	ASSERT_TRUE(user_metric(b, "stolen") == NULL, "no metric of A in B");
+	ASSERT_EQ(rejected(b, "not_in_task"), 6, "5 datagrams and the closing one, refused");
+	ASSERT_TRUE(user_metric(a, "stolen") == NULL, "nor in A (sent elsewhere)");
+}
+
+TEST(TIER_E2E, socket_bad_lines_counted_collector_goes_on)
+{
+	const char *json = tu_tmp("task.json");
+	char longline[4200], script[16384], tags[1024] = "";
+	const struct json *rec;
+	struct tu_result r;
+	size_t len;
+
+	memset(longline, 'a', sizeof(longline) - 1);
+	longline[sizeof(longline) - 1] = '\0';
+	memcpy(longline + 4100, ":1|c", 4);
+	for (int i = 0; i < 65; i++) {
+		len = strlen(tags);
+		snprintf(tags + len, sizeof(tags) - len, "%sk%d:v", i ? "," : "", i);
+	}
+	/* One datagram of bad lines, each refused for its own reason, then a good one. */
+	snprintf(script, sizeof(script),
+		 "S=%s; $S 1 'nocolon\\nx:abc|c\\nx:1|q\\nx:nan|c\\nx:1|c|#a\\nx:1|c|#%s\\n%s\\n"
+		 "cpu.time_ns:5|c\\nphase:end:nope\\nbad name:1|c' &&"
+		 " i=0; while [ $i -lt 1001 ]; do echo \"n$i:1|c\"; i=$((i+1)); done > names &&"
+		 " $S 1 \"$(cat names | tr '\\n' '|' | sed 's/|c|/|c\\\\n/g')\" &&"
+		 " $S 1 'good:2|c'",
+		 tu_helper("sendlines"), tags, longline);
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	ASSERT_EQ(rejected(rec, "bad_name"), 3, "no colon, reserved name, space in name");
+	ASSERT_EQ(rejected(rec, "bad_value"), 2, "not a number, not finite");
+	ASSERT_EQ(rejected(rec, "bad_type"), 1, "|q");
+	ASSERT_EQ(rejected(rec, "bad_tag"), 1, "a tag without a value");
+	ASSERT_EQ(rejected(rec, "too_many_tags"), 1, "65 tags");
+	ASSERT_EQ(rejected(rec, "too_long"), 1, "a line over 4 KiB");
+	ASSERT_EQ(rejected(rec, "unknown_phase"), 1, "the end of a phase never begun");
+	/* 1000 names fit: sendlines.done (first) and n0..n998; n999, n1000, good are refused. */
+	ASSERT_EQ(rejected(rec, "too_many_names"), 3, "names past 1000");
+	ASSERT_EQ(tu_num(user_metric(rec, "n998"), "sum"), 1, "names before the limit are kept");
+	ASSERT_TRUE(user_metric(rec, "good") == NULL, "a new name past the limit is not");
+	/* Known names still count after the limit: the collector went on. */
+	ASSERT_EQ(tu_num(user_metric(rec, "sendlines.done"), "count"), 3, "three senders closed");
+}
