@@ -63,6 +63,12 @@ void task_record_fini(struct task_record *t)
 {
 	free(t->argv_owned);
 	t->argv_owned = NULL;
+	if (t->phases_owned) {
+		phases__fini(t->phases_owned);
+		free(t->phases_owned);
+		t->phases_owned = NULL;
+		t->phases = NULL;
+	}
 	free(t->progs);
 	t->progs = NULL;
 	t->nprogs = 0;
@@ -231,6 +237,11 @@ void task_print_summary(FILE *f, const struct task_record *t)
 		(unsigned long long)g->failed_exits, (long long)g->max_alive);
 	print_io_mem(f, t);
 	print_phases(f, t);
+	if (t->um && (t->um->n || t->um->accepted || um_table__rejected_total(t->um)))
+		fprintf(f,
+			"  socket     %llu lines taken, %llu refused; %zu metrics of the task's own\n",
+			(unsigned long long)t->um->accepted,
+			(unsigned long long)um_table__rejected_total(t->um), t->um->n);
 	print_leftovers(f, t);
 	print_programs(f, t);
 	fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n", (unsigned long long)g->runq.count,
@@ -511,6 +522,41 @@ static void hist_from_json(struct tp_hist *h, const struct json *j)
 	}
 }
 
+static int phases_from_json(struct task_record *t, const struct json *arr)
+{
+	size_t n = json_len(arr);
+	struct phases *ph;
+
+	if (!n)
+		return 0;
+	ph = calloc(1, sizeof(*ph));
+	if (!ph)
+		return -ENOMEM;
+	t->phases_owned = ph;
+	t->phases = ph;
+	ph->p = calloc(n, sizeof(*ph->p));
+	if (!ph->p)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && i < PHASES_MAX; i++) {
+		const struct json *e = json_at(arr, i);
+		const struct json *u = json_get(e, "unfinished");
+		struct phase *p = &ph->p[ph->n++];
+
+		snprintf(p->name, sizeof(p->name), "%s", str(e, "name"));
+		p->depth = (int)num(e, "depth");
+		p->start_ms = (__u64)num(e, "start_ms");
+		p->wall_ns = (__u64)num(e, "wall_ns");
+		p->cpu_ns = (__u64)num(e, "cpu_ns");
+		p->runq_p99_ns = (__u64)num(e, "runq_p99_ns");
+		p->read_bytes = (__u64)num(e, "read_bytes");
+		p->write_bytes = (__u64)num(e, "write_bytes");
+		p->execs = (__u64)num(e, "execs");
+		p->peak_mem_bytes = (__s64)num(e, "peak_mem_bytes");
+		p->unfinished = u && u->type == JSON_BOOL && u->b;
+	}
+	return 0;
+}
+
 int task_from_json(struct task_record *t, const struct json *j)
 {
 	const struct json *cmd = json_get(j, "command"), *labels = json_get(j, "labels");
@@ -581,6 +627,8 @@ int task_from_json(struct task_record *t, const struct json *j)
 	hist_from_json(&g->runq, json_get(hists, "cpu.runq_latency"));
 	hist_from_json(&g->io_latency, json_get(hists, "io.latency"));
 	t->lost_total = (__u64)num(json_get(j, "collector"), "lost_events_total");
+	if (phases_from_json(t, json_get(j, "phases")))
+		return -ENOMEM;
 	n = json_len(progs);
 	if (n) {
 		t->progs = calloc(n, sizeof(*t->progs));

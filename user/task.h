@@ -55,6 +55,7 @@ struct task_record {
 	const struct phases *phases; /* may be NULL */
 	const struct um_table *um;   /* the metrics socket's harvest; may be NULL */
 	char **argv_owned;	     /* set by task_from_json */
+	struct phases *phases_owned; /* set by task_from_json */
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;

@@ -64,11 +64,16 @@ TEST(TIER_E2E, phases_get_their_own_figures)
 		 " dd if=/dev/zero of=%s bs=1M count=32 oflag=direct status=none &&"
 		 " $S 1 phase:end:upload && $S 1 phase:begin:left-open",
 		 tu_bin(), tu_helper("sendlines"), tu_helper("burn"), truth, data);
-	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
+	tu_tp(&r, 60, "run", "--quiet", "--id", "phases-e2e", "--json", json, "--", "sh", "-c",
+	      script, NULL);
 	ASSERT_EQ(r.status, 0, "exit status");
 	rec = tu_load_json(json);
 	if (!rec || !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
 		return;
+	tu_tp(&r, 30, "show", "phases-e2e", NULL);
+	ASSERT_TRUE(strstr(r.out, "  checkout") && strstr(r.out, "    inner") &&
+			    strstr(r.out, "left-open*"),
+		    "show lists the stored phases, nested and unfinished");
 	co = phase(rec, "checkout");
 	build = phase(rec, "build");
 	inner = phase(rec, "inner");
