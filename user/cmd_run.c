@@ -21,6 +21,7 @@
 #include "config.h"
 #include "hostinfo.h"
 #include "msock.h"
+#include "output.h"
 #include "phases.h"
 #include "sampler.h"
 #include "store.h"
@@ -204,11 +205,13 @@ struct clone_args_v2 {
 };
 
 /* In the child: exec CMD, or report errno on the close-on-exec pipe. */
-static void __attribute__((noreturn)) child_exec(char **argv, const sigset_t *mask, int errfd)
+static void __attribute__((noreturn))
+child_exec(char **argv, const sigset_t *mask, int errfd, const struct output *out)
 {
 	int err;
 
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	output__child(out);
 	execvp(argv[0], argv);
 	err = errno;
 	if (write(errfd, &err, sizeof(err)) < 0)
@@ -220,7 +223,8 @@ static void __attribute__((noreturn)) child_exec(char **argv, const sigset_t *ma
  * Starts CMD inside the task's cgroup from its first instruction (CLONE_INTO_CGROUP),
  * so that even its first fork is the task's. Before Linux 5.7, it moves itself in.
  */
-static pid_t spawn(char **argv, const char *cgroup, const sigset_t *mask, int *pidfd, int *exec_err)
+static pid_t spawn(char **argv, const char *cgroup, const sigset_t *mask, int *pidfd, int *exec_err,
+		   const struct output *out)
 {
 	struct clone_args_v2 ca = { 0 };
 	int pipefd[2], cgfd, err = 0;
@@ -247,11 +251,11 @@ static pid_t spawn(char **argv, const char *cgroup, const sigset_t *mask, int *p
 		if (pid == 0) {
 			if (tp_write_file(procs, "0"))
 				_exit(EXIT_TP_FAILED);
-			child_exec(argv, mask, pipefd[1]);
+			child_exec(argv, mask, pipefd[1], out);
 		}
 	}
 	if (pid == 0)
-		child_exec(argv, mask, pipefd[1]);
+		child_exec(argv, mask, pipefd[1], out);
 	if (pid < 0) {
 		err = -errno;
 		goto out;
@@ -290,6 +294,8 @@ struct run_state {
 	struct msock msock;
 	struct um_table um;
 	struct phases phases;
+	struct output out;
+	const struct config *cfg;
 	bool main_done;
 	bool done;
 	int wstatus;
@@ -465,6 +471,30 @@ static void drain_socket(struct run_state *st)
 	}
 }
 
+/* "BEGIN_PHASE name" / "END_PHASE name" in the output: the same path as the socket's. */
+static void on_output_line(void *ctx, const char *line, size_t len)
+{
+	struct run_state *st = ctx;
+	const char *markers[2] = { st->cfg->phase_begin_marker, st->cfg->phase_end_marker };
+	char msg[UM_LINE_MAX + 1];
+
+	for (int k = 0; k < 2; k++) {
+		size_t m = strlen(markers[k]);
+		const char *name;
+		size_t n;
+
+		if (len <= m + 1 || memcmp(line, markers[k], m) || line[m] != ' ')
+			continue;
+		name = line + m + 1;
+		n = len - m - 1;
+		while (n && (name[n - 1] == ' ' || name[n - 1] == '\t'))
+			n--;
+		snprintf(msg, sizeof(msg), "phase:%s:%.*s", k ? "end" : "begin", (int)n, name);
+		on_line(st, msg, strlen(msg));
+		return;
+	}
+}
+
 static int event_loop(struct collector *c, struct run_state *st, int sfd)
 {
 	struct epoll_event ev, evs[8];
@@ -485,6 +515,10 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 	if (st->msock.fd >= 0) {
 		ev.data.fd = st->msock.fd;
 		epoll_ctl(ep, EPOLL_CTL_ADD, st->msock.fd, &ev);
+	}
+	for (int i = 0; i < st->out.n; i++) {
+		ev.data.fd = st->out.s[i].in_fd;
+		epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
 	ev.data.fd = collector__epoll_fd(c);
 	epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
@@ -529,6 +563,12 @@ static int event_loop(struct collector *c, struct run_state *st, int sfd)
 				}
 			} else if (fd == st->msock.fd) {
 				drain_socket(st);
+			} else if (st->out.n && (fd == st->out.s[0].in_fd ||
+						 (st->out.n > 1 && fd == st->out.s[1].in_fd))) {
+				int i = fd == st->out.s[0].in_fd ? 0 : 1;
+
+				if (output__pump(&st->out, i) < 0)
+					epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
 			} else if (fd == st->tick_fd) {
 				__u64 ticks;
 
@@ -683,6 +723,11 @@ static int run_task(struct run_opts *o)
 		       strerror(-err));
 	else
 		setenv("TASKPROBE_SOCKET", st.msock.path, 1);
+	st.cfg = &cfg;
+	if (output__open(&st.out, true, on_output_line, &st)) {
+		tp_err("cannot set up the task's output: %s", strerror(errno));
+		goto out;
+	}
 	st.events_fd = cgroup_events_fd(st.cgroup);
 	st.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	st.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -719,7 +764,8 @@ static int run_task(struct run_opts *o)
 	}
 	sampler__init(&sampler, c, slot, st.cgroup, st.start_ns, store, tid);
 	phases__init(&st.phases, st.start_ns);
-	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err);
+	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err, &st.out);
+	output__started(&st.out);
 	if (st.pid < 0) {
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
 		goto out_mask;
@@ -745,7 +791,8 @@ static int run_task(struct run_opts *o)
 	rec.main_wall_ns = st.main_end_ns - st.start_ns;
 
 	collector__sync(c);
-	/* What the task sent before it ended counts, then open phases end with it. */
+	/* What the task wrote and sent before it ended counts, then open phases end. */
+	output__drain(&st.out, st.action != LEFTOVER_KEPT);
 	drain_socket(&st);
 	{
 		struct phase_snap snap;
@@ -803,6 +850,7 @@ out:
 	sampler__fini(&sampler);
 	store__close(store);
 	msock__close(&st.msock);
+	output__close(&st.out);
 	phases__fini(&st.phases);
 	um_table__fini(&st.um);
 	if (st.pidfd >= 0)

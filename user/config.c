@@ -17,6 +17,8 @@ void config_defaults(struct config *c)
 	snprintf(c->db, sizeof(c->db), "%s", TP_DEFAULT_DB);
 	c->retain_days = 30;
 	c->max_db_mb = 1024;
+	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
+	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
 }
 
 static char *trim(char *s)
@@ -74,7 +76,16 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		*why = "worker_pool takes 1 to 127 printable characters";
 		return set_str(c->worker_pool, sizeof(c->worker_pool), val);
 	}
-	*why = "unknown key (known: db, retain_days, max_db_mb, instance_type, worker_pool)";
+	if (!strcmp(key, "phase_begin_marker") || !strcmp(key, "phase_end_marker")) {
+		char *out = key[6] == 'b' ? c->phase_begin_marker : c->phase_end_marker;
+
+		*why = "a phase marker takes 1 to 63 characters without spaces";
+		if (strchr(val, ' ') || strchr(val, '\t'))
+			return -EINVAL;
+		return set_str(out, sizeof(c->phase_begin_marker), val);
+	}
+	*why = "unknown key (known: db, retain_days, max_db_mb, instance_type, worker_pool, "
+	       "phase_begin_marker, phase_end_marker)";
 	return -EINVAL;
 }
 

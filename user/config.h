@@ -14,6 +14,8 @@ struct config {
 	int max_db_mb;
 	char instance_type[128];
 	char worker_pool[128];
+	char phase_begin_marker[64]; /* an output line "MARKER name" begins a phase */
+	char phase_end_marker[64];
 };
 
 void config_defaults(struct config *c);

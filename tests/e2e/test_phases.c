@@ -188,3 +188,102 @@ TEST(TIER_E2E, socket_bad_lines_counted_collector_goes_on)
 	/* Known names still count after the limit: the collector went on. */
 	ASSERT_EQ(tu_num(user_metric(rec, "sendlines.done"), "count"), 3, "three senders closed");
 }
+
+/* Runs script with its output piped into sha256sum, with and without taskprobe. */
+static void same_output(const char *script, const char *what)
+{
+	char cmd[2048], with[128], without[128];
+	const char *a = tu_tmp("with.sum"), *b = tu_tmp("without.sum");
+	struct tu_result r;
+
+	snprintf(cmd, sizeof(cmd), "%s run --quiet --no-db -- sh -c '%s' | sha256sum > %s",
+		 tu_bin(), script, a);
+	{
+		char *argv[] = { "sh", "-c", cmd, NULL };
+
+		tu_run(argv, &r, 120);
+	}
+	snprintf(cmd, sizeof(cmd), "sh -c '%s' | sha256sum > %s", script, b);
+	{
+		char *argv[] = { "sh", "-c", cmd, NULL };
+
+		tu_run(argv, &r, 120);
+	}
+	ASSERT_TRUE(tp_read_file(a, with, sizeof(with)) > 64 &&
+			    tp_read_file(b, without, sizeof(without)) > 64,
+		    "checksums taken");
+	CHECK(!strcmp(with, without), "%s: output differs: %.64s vs %.64s", what, with, without);
+}
+
+TEST(TIER_E2E, output_passes_through_byte_for_byte)
+{
+	/* ~100 MiB: lines, binary bytes, a 100 KiB line, markers, no final newline. */
+	same_output("seq 1 12500000; head -c 4000000 /dev/zero | tr \"\\\\000\" \"\\\\377\";"
+		    " head -c 102400 /dev/zero | tr \"\\\\000\" x; echo;"
+		    " echo BEGIN_PHASE x; echo END_PHASE x; printf tail",
+		    "100 MiB of mixed output");
+}
+
+TEST(TIER_E2E, merged_stdout_stderr_keep_their_order)
+{
+	const char *with = tu_tmp("with.txt"), *without = tu_tmp("without.txt");
+	const char *script = "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2;"
+			     " i=$((i+1)); done";
+	char cmd[1024], a[16384], b[16384];
+	struct tu_result r;
+
+	snprintf(cmd, sizeof(cmd), "%s run --quiet --no-db -- sh -c '%s' > %s 2>&1", tu_bin(),
+		 script, with);
+	{
+		char *argv[] = { "sh", "-c", cmd, NULL };
+
+		tu_run(argv, &r, 60);
+	}
+	snprintf(cmd, sizeof(cmd), "sh -c '%s' > %s 2>&1", script, without);
+	{
+		char *argv[] = { "sh", "-c", cmd, NULL };
+
+		tu_run(argv, &r, 60);
+	}
+	ASSERT_TRUE(tp_read_file(with, a, sizeof(a)) > 1000, "output with taskprobe");
+	ASSERT_TRUE(tp_read_file(without, b, sizeof(b)) > 1000, "output without");
+	ASSERT_STREQ(a, b, "stdout and stderr interleaved as without taskprobe");
+}
+
+TEST(TIER_E2E, output_markers_begin_and_end_phases)
+{
+	const char *json = tu_tmp("task.json"), *conf = tu_tmp("tp.conf");
+	const struct json *rec, *outer, *inner;
+	struct tu_result r;
+	FILE *f = fopen(conf, "w");
+
+	if (f) {
+		fputs("phase_begin_marker = ##START\nphase_end_marker = ##STOP\n", f);
+		fclose(f);
+	}
+	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c",
+	      "echo BEGIN_PHASE outer; echo 'BEGIN_PHASE inner  '; sleep 0.2;"
+	      " echo END_PHASE inner >&2; echo END_PHASE outer; echo BEGIN_PHASE 'bad name';"
+	      " printf 'BEGIN_PHASE partial'",
+	      NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	outer = phase(rec, "outer");
+	inner = phase(rec, "inner");
+	ASSERT_EQ(tu_num(inner, "depth"), 1, "nested from output lines, stderr included");
+	ASSERT_GE(tu_num(inner, "wall_ns"), 200e6, "inner covers its sleep");
+	ASSERT_GE(tu_num(outer, "wall_ns"), tu_num(inner, "wall_ns"), "outer covers inner");
+	ASSERT_EQ(json_len(json_get(rec, "phases")), 2,
+		  "no phase from a bad name or a partial line");
+	ASSERT_EQ(rejected(rec, "bad_name"), 1, "the bad name is counted");
+	ASSERT_STREQ(r.out,
+		     "BEGIN_PHASE outer\nBEGIN_PHASE inner  \nEND_PHASE outer\nBEGIN_PHASE bad "
+		     "name\nBEGIN_PHASE partial",
+		     "output passed on");
+
+	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--config", conf, "--json", json, "--", "sh",
+	      "-c", "echo '##START cfg'; echo BEGIN_PHASE ignored; echo '##STOP cfg'", NULL);
+	rec = tu_load_json(json);
+	ASSERT_EQ(json_len(json_get(rec, "phases")), 1, "configured markers only");
+	ASSERT_FALSE(json_get(phase(rec, "cfg"), "unfinished")->b, "begun and ended");
+}
