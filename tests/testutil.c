@@ -213,18 +213,20 @@ double tu_metric(const struct json *rec, const char *name)
 	return tu_num(json_get(rec, "metrics"), name);
 }
 
-const struct json *tu_program(const struct json *rec, const char *path)
+const struct json *tu_find(const struct json *arr, const char *key, const char *value)
 {
-	const struct json *progs = json_get(rec, "programs");
+	for (size_t i = 0; i < json_len(arr); i++) {
+		const struct json *v = json_get(json_at(arr, i), key);
 
-	for (size_t i = 0; i < json_len(progs); i++) {
-		const struct json *p = json_at(progs, i);
-		const struct json *pp = json_get(p, "path");
-
-		if (pp && pp->type == JSON_STR && !strcmp(pp->str, path))
-			return p;
+		if (v && v->type == JSON_STR && !strcmp(v->str, value))
+			return json_at(arr, i);
 	}
 	return NULL;
+}
+
+const struct json *tu_program(const struct json *rec, const char *path)
+{
+	return tu_find(json_get(rec, "programs"), "path", path);
 }
 
 int tu_read_truth(const char *path, double *children_ns, double *self_ns)

@@ -31,6 +31,8 @@ const struct json *tu_load_json(const char *path);
 /* A number member of rec.metrics, or -1 when absent. */
 double tu_metric(const struct json *rec, const char *name);
 double tu_num(const struct json *obj, const char *key);
+/* The first object of an array whose string member key equals value, or NULL. */
+const struct json *tu_find(const struct json *arr, const char *key, const char *value);
 /* The program-table entry of a task record with this path, or NULL. */
 const struct json *tu_program(const struct json *rec, const char *path);
 /* Reads the truth file that tests/helpers/burn writes: children's and its own CPU in ns. */

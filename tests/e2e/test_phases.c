@@ -14,29 +14,15 @@
 
 static const struct json *phase(const struct json *rec, const char *name)
 {
-	const struct json *ps = json_get(rec, "phases");
+	const struct json *p = tu_find(json_get(rec, "phases"), "name", name);
 
-	for (size_t i = 0; i < json_len(ps); i++) {
-		const struct json *n = json_get(json_at(ps, i), "name");
-
-		if (n && n->type == JSON_STR && !strcmp(n->str, name))
-			return json_at(ps, i);
-	}
-	CHECK(false, "no phase '%s'", name);
-	return NULL;
+	CHECK(p != NULL, "no phase '%s'", name);
+	return p;
 }
 
 static const struct json *user_metric(const struct json *rec, const char *name)
 {
-	const struct json *ms = json_get(rec, "user_metrics");
-
-	for (size_t i = 0; i < json_len(ms); i++) {
-		const struct json *n = json_get(json_at(ms, i), "name");
-
-		if (n && n->type == JSON_STR && !strcmp(n->str, name))
-			return json_at(ms, i);
-	}
-	return NULL;
+	return tu_find(json_get(rec, "user_metrics"), "name", name);
 }
 
 static double rejected(const struct json *rec, const char *reason)

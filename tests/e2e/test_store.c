@@ -40,15 +40,7 @@ static const struct json *query_json(const char *out_name, struct tu_result *r)
 
 static const struct json *group(const struct json *res, const char *value)
 {
-	const struct json *gs = json_get(res, "groups");
-
-	for (size_t i = 0; i < json_len(gs); i++) {
-		const struct json *v = json_get(json_at(gs, i), "value");
-
-		if (v && v->type == JSON_STR && !strcmp(v->str, value))
-			return json_at(gs, i);
-	}
-	return NULL;
+	return tu_find(json_get(res, "groups"), "value", value);
 }
 
 TEST(TIER_E2E, count_groups_and_sums)
@@ -105,13 +97,9 @@ TEST(TIER_E2E, count_groups_and_sums)
 
 static const char *status_of(const struct json *list, const char *id)
 {
-	for (size_t i = 0; i < json_len(list); i++) {
-		const struct json *t = json_at(list, i);
+	const struct json *t = tu_find(list, "id", id);
 
-		if (!strcmp(json_get(t, "id")->str, id))
-			return json_get(t, "status")->str;
-	}
-	return "(absent)";
+	return t ? json_get(t, "status")->str : "(absent)";
 }
 
 TEST(TIER_E2E, dead_collector_shows_lost_live_one_does_not)
