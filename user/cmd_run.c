@@ -46,6 +46,7 @@ const char run_usage[] =
 	"  --no-db           do not store the task\n"
 	"  --interval MS     series sampling interval, 100 to 60000 (default 1000)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
+	"  --perfherder      print a PERFHERDER_DATA line of the task's figures at the end\n"
 	"  -v, --verbose     debug output, libbpf's included\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -63,6 +64,7 @@ enum {
 	OPT_NO_DB,
 	OPT_INTERVAL,
 	OPT_CONFIG,
+	OPT_PERFHERDER,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -78,6 +80,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "no-db", no_argument, NULL, OPT_NO_DB },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "perfherder", no_argument, NULL, OPT_PERFHERDER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -140,6 +143,9 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_CONFIG:
 			o->config_path = optarg;
+			break;
+		case OPT_PERFHERDER:
+			o->perfherder = true;
 			break;
 		case OPT_INTERVAL:
 			if (tp_parse_u64(optarg, RUN_INTERVAL_MAX, &o->interval_ms) ||
@@ -476,7 +482,17 @@ static void on_output_line(void *ctx, const char *line, size_t len)
 {
 	struct run_state *st = ctx;
 	const char *markers[2] = { st->cfg->phase_begin_marker, st->cfg->phase_end_marker };
+	size_t plen = strlen(PERFHERDER_PREFIX);
 	char msg[UM_LINE_MAX + 1];
+
+	if (len > plen && !memcmp(line, PERFHERDER_PREFIX, plen)) {
+		/* Passed through whatever it holds; taken only if it is an artifact. */
+		if (um_add_perfherder(&st->um, line + plen, len - plen) < 0)
+			st->um.rejected[UM_BAD_PERFHERDER]++;
+		else
+			st->um.accepted++;
+		return;
+	}
 
 	for (int k = 0; k < 2; k++) {
 		size_t m = strlen(markers[k]);
@@ -816,6 +832,8 @@ static int run_task(struct run_opts *o)
 
 	if (!o->quiet)
 		task_print_summary(stderr, &rec);
+	if (o->perfherder)
+		task_print_perfherder(stdout, &rec);
 	ret = task_exit_status(&rec);
 	if (o->json_path) {
 		err = task_save_json(o->json_path, &rec);

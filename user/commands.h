@@ -22,6 +22,7 @@ struct run_opts {
 	bool help;
 	const char *db_path; /* NULL: the config's */
 	bool no_db;
+	bool perfherder;
 	const char *config_path;
 	__u64 interval_ms;
 	char **argv; /* CMD [ARG...] */

@@ -140,10 +140,13 @@ void jw_i64(struct jw *w, long long v)
 void jw_double(struct jw *w, double v)
 {
 	value_prefix(w);
-	if (isfinite(v))
-		fprintf(w->f, "%.6g", v);
-	else
+	/* Whole numbers exactly (byte counts, sums); others to the precision they carry. */
+	if (!isfinite(v))
 		fputs("null", w->f);
+	else if (v == (double)(long long)v && fabs(v) < 9007199254740992.0)
+		fprintf(w->f, "%lld", (long long)v);
+	else
+		fprintf(w->f, "%.17g", v);
 }
 
 void jw_bool(struct jw *w, bool v)

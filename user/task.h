@@ -75,6 +75,12 @@ void task_record_fini(struct task_record *t);
  */
 int task_from_json(struct task_record *t, const struct json *j);
 
+/*
+ * One "PERFHERDER_DATA: {...}" line (Treeherder's schema, framework
+ * job_resource_usage): a suite for the task and one per phase.
+ */
+void task_print_perfherder(FILE *f, const struct task_record *t);
+
 /* The human summary, at most 80 columns wide. */
 void task_print_summary(FILE *f, const struct task_record *t);
 void task_write_json(struct jw *w, const struct task_record *t);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "usermetrics.h"
 
 const char *const um_reject_names[UM_REJECT_KINDS] = {
@@ -19,6 +20,7 @@ const char *const um_reject_names[UM_REJECT_KINDS] = {
 	[UM_TOO_MANY_NAMES] = "too_many_names",
 	[UM_NOT_IN_TASK] = "not_in_task",
 	[UM_UNKNOWN_PHASE] = "unknown_phase",
+	[UM_BAD_PERFHERDER] = "bad_perfherder",
 };
 
 static bool name_char(char c)
@@ -221,5 +223,69 @@ __u64 um_table__rejected_total(const struct um_table *t)
 
 	for (int i = 1; i < UM_REJECT_KINDS; i++)
 		n += t->rejected[i];
+	return n;
+}
+
+/* Treeherder names are free text: keep what a metric name allows, '_' for the rest. */
+static void append_part(char *key, size_t cap, const char *part)
+{
+	size_t len = strlen(key);
+
+	if (len && len + 1 < cap)
+		key[len++] = '.';
+	for (; *part && len + 1 < cap; part++)
+		key[len++] = name_char(*part) && *part != '.' ? *part : '_';
+	key[len] = '\0';
+}
+
+static int add_value(struct um_table *t, const char *key, const struct json *v)
+{
+	struct um_line l = { .kind = UM_GAUGE };
+
+	if (!v || v->type != JSON_NUM)
+		return 0;
+	snprintf(l.key, sizeof(l.key), "%s", key);
+	l.value = v->num;
+	if (strlen(key) > UM_NAME_MAX || um_table__add(t, &l) != UM_OK) {
+		t->rejected[strlen(key) > UM_NAME_MAX ? UM_BAD_NAME : UM_TOO_MANY_NAMES]++;
+		return 0;
+	}
+	return 1;
+}
+
+int um_add_perfherder(struct um_table *t, const char *text, size_t len)
+{
+	struct json *j = json_parse(text, len, NULL, 0);
+	const struct json *fw = json_get(json_get(j, "framework"), "name");
+	const struct json *suites = json_get(j, "suites");
+	char base[UM_KEY_MAX] = "perfherder";
+	int n = 0;
+
+	if (!fw || fw->type != JSON_STR || !suites || suites->type != JSON_ARR) {
+		json_free(j);
+		return -UM_BAD_PERFHERDER;
+	}
+	append_part(base, sizeof(base), fw->str);
+	for (const struct json *s = suites->child; s; s = s->next) {
+		const struct json *name = json_get(s, "name"), *subs = json_get(s, "subtests");
+		char key[UM_KEY_MAX];
+
+		if (!name || name->type != JSON_STR)
+			continue;
+		snprintf(key, sizeof(key), "%s", base);
+		append_part(key, sizeof(key), name->str);
+		n += add_value(t, key, json_get(s, "value"));
+		for (const struct json *st = subs ? subs->child : NULL; st; st = st->next) {
+			const struct json *sn = json_get(st, "name");
+			char sk[UM_KEY_MAX];
+
+			if (!sn || sn->type != JSON_STR)
+				continue;
+			snprintf(sk, sizeof(sk), "%s", key);
+			append_part(sk, sizeof(sk), sn->str);
+			n += add_value(t, sk, json_get(st, "value"));
+		}
+	}
+	json_free(j);
 	return n;
 }

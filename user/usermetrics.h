@@ -39,6 +39,7 @@ enum um_reject {
 	UM_TOO_MANY_NAMES,
 	UM_NOT_IN_TASK,
 	UM_UNKNOWN_PHASE,
+	UM_BAD_PERFHERDER,
 	UM_REJECT_KINDS,
 };
 
@@ -71,5 +72,15 @@ void um_table__fini(struct um_table *t);
 /* Adds a parsed metric line; UM_TOO_MANY_NAMES past UM_NAMES_MAX distinct keys. */
 enum um_reject um_table__add(struct um_table *t, const struct um_line *l);
 __u64 um_table__rejected_total(const struct um_table *t);
+
+#define PERFHERDER_PREFIX "PERFHERDER_DATA: "
+
+/*
+ * A PERFHERDER_DATA payload (Treeherder's performance artifact: framework.name,
+ * suites[].name/value, suites[].subtests[].name/value) into gauges named
+ * perfherder.FRAMEWORK.SUITE[.SUBTEST]. Returns the values taken, or UM_BAD_PERFHERDER
+ * (negated) when the payload is not such an artifact.
+ */
+int um_add_perfherder(struct um_table *t, const char *json, size_t len);
 
 #endif /* TP_USERMETRICS_H */

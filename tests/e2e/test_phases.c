@@ -273,3 +273,50 @@ TEST(TIER_E2E, output_markers_begin_and_end_phases)
 	ASSERT_EQ(json_len(json_get(rec, "phases")), 1, "configured markers only");
 	ASSERT_FALSE(json_get(phase(rec, "cfg"), "unfinished")->b, "begun and ended");
 }
+
+TEST(TIER_E2E, perfherder_line_round_trips)
+{
+	const char *line_file = tu_tmp("perfherder.txt"), *json = tu_tmp("task.json");
+	char cmd[1024], line[16384], script[256];
+	const struct json *rec, *j, *task, *ph;
+	struct tu_result r;
+	const char *payload;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --quiet --no-db --perfherder -- sh -c 'echo BEGIN_PHASE b; sleep 0.2;"
+		 " /bin/true; sleep 0.2; echo END_PHASE b' | tail -n 1 > %s",
+		 tu_bin(), line_file);
+	{
+		char *argv[] = { "sh", "-c", cmd, NULL };
+
+		tu_run(argv, &r, 30);
+	}
+	if (!ASSERT_TRUE(tp_read_file(line_file, line, sizeof(line)) > 20, "a line printed"))
+		return;
+	ASSERT_TRUE(!strncmp(line, "PERFHERDER_DATA: ", 17), "Treeherder's prefix");
+	payload = line + 17;
+	j = json_parse(payload, strlen(payload) - 1, NULL, 0);
+	if (!ASSERT_NOT_NULL(j, "its JSON parses"))
+		return;
+	ASSERT_STREQ(json_get(json_get(j, "framework"), "name")->str, "job_resource_usage",
+		     "framework");
+	task = tu_find(json_get(j, "suites"), "name", "task");
+	ph = tu_find(json_get(j, "suites"), "name", "phase.b");
+	ASSERT_TRUE(task && ph, "a suite for the task and one per phase");
+	/* Markers take effect when read: the sleeps keep /bin/true and sleep inside. */
+	ASSERT_EQ(tu_num(tu_find(json_get(ph, "subtests"), "name", "execs"), "value"), 3,
+		  "the phase's execs");
+	/* Fed back through a task's output, it becomes metrics with the same values. */
+	snprintf(script, sizeof(script), "cat %s; echo 'PERFHERDER_DATA: {\"no\": 1}'", line_file);
+	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c", script, NULL);
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_metric(rec, "perfherder.job_resource_usage.phase_b.execs"), 3,
+		  "subtest value as a metric");
+	ASSERT_TRUE(tu_metric(rec, "perfherder.job_resource_usage.task") == tu_num(task, "value"),
+		    "suite value as a metric, exactly");
+	ASSERT_EQ(tu_num(json_get(json_get(rec, "metrics_socket"), "rejected_by_reason"),
+			 "bad_perfherder"),
+		  1, "a line that is not an artifact is counted, and passed on");
+	ASSERT_TRUE(strstr(r.out, "{\"no\": 1}") != NULL, "passed on");
+	json_free((struct json *)j);
+}

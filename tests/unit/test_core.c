@@ -36,6 +36,8 @@ TEST(TIER_UNIT, json_round_trip)
 	jw_obj_end(&w);
 	jw_arr_end(&w);
 	jw_kdouble(&w, "nan", 0.0 / 0.0);
+	jw_kdouble(&w, "whole", 9920512.0);
+	jw_kdouble(&w, "frac", 0.1);
 	jw_obj_end(&w);
 	fclose(f);
 
@@ -50,6 +52,8 @@ TEST(TIER_UNIT, json_round_trip)
 	ASSERT_EQ(json_at(v, 1)->type, JSON_BOOL, "bool");
 	ASSERT_EQ(json_at(v, 2)->type, JSON_NULL, "null");
 	ASSERT_EQ(json_get(j, "nan")->type, JSON_NULL, "non-finite becomes null");
+	ASSERT_TRUE(json_get(j, "whole")->num == 9920512.0, "whole numbers exact");
+	ASSERT_TRUE(json_get(j, "frac")->num == 0.1, "fractions round-trip");
 	json_free(j);
 out:
 	free(buf);
