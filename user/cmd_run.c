@@ -46,7 +46,7 @@ const char run_usage[] =
 	"  --no-db           do not store the task\n"
 	"  --interval MS     series sampling interval, 100 to 60000 (default 1000)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
-	"  --perfherder      print a PERFHERDER_DATA line of the task's figures at the end\n"
+	"  --perfherder      print a PERFHERDER_DATA line of the figures at the end\n"
 	"  -v, --verbose     debug output, libbpf's included\n"
 	"  -h, --help        this help\n"
 	"\n"

@@ -138,3 +138,20 @@ TEST(TIER_UNIT, run_help_lists_every_option)
 		CHECK(strstr(run_usage, opts[i]), "run --help does not mention %s", opts[i]);
 	CHECK(tu_count_long_lines(run_usage, 80) == 0, "run --help is wider than 80 columns");
 }
+
+/* STYLE: the README stays in step with the code (the tests run from the repository). */
+TEST(TIER_UNIT, readme_lists_every_run_option)
+{
+	static const char *const opts[] = { "--id",	"--label",	    "--json",
+					    "--grace",	"--keep-leftovers", "--quiet",
+					    "--db",	"--no-db",	    "--interval",
+					    "--config", "--perfherder" };
+	static char readme[65536];
+
+	if (!ASSERT_TRUE(tp_read_file("README.md", readme, sizeof(readme)) > 0, "README.md"))
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		CHECK(strstr(readme, opts[i]), "README.md does not mention run %s", opts[i]);
+	CHECK(strstr(readme, "make demo") && strstr(readme, "make check"),
+	      "README.md's quick start");
+}
