@@ -56,6 +56,28 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 	return 0;
 }
 
+/*
+ * The new program's argv, from its stack (set up before this tracepoint): its first
+ * TP_ARGS_LEN bytes, flagged when cut. Userspace keeps TP_ARGS_MAX arguments of them.
+ */
+static __always_inline void read_args(struct task_struct *p, struct tp_exec_event *e)
+{
+	unsigned long start = BPF_CORE_READ(p, mm, arg_start);
+	unsigned long end = BPF_CORE_READ(p, mm, arg_end);
+	__u32 len = end > start ? (__u32)(end - start) : 0;
+
+	e->args_flags = 0;
+	e->args_len = 0;
+	if (len == 0)
+		return;
+	if (len > TP_ARGS_LEN) {
+		len = TP_ARGS_LEN;
+		e->args_flags = TP_EXEC_ARGS_TRUNCATED;
+	}
+	if (!bpf_probe_read_user(e->args, len, (void *)start))
+		e->args_len = len;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -78,6 +100,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e->runtime_ns = p->se.sum_exec_runtime;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
+	read_args(p, e);
 	tp_event_submit(e);
 	return 0;
 }

@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 1
+#define TP_ABI_VERSION 2
 
 /* Tasks tracked at once by one collector (slots in the per-task maps). */
 #define TP_MAX_TASKS 1024
@@ -14,6 +14,9 @@
 #define TP_HIST_SLOTS 64
 #define TP_COMM_LEN 16
 #define TP_PATH_LEN 256
+/* An exec's argv as captured: at most this many bytes and arguments (SPEC: 256, 16). */
+#define TP_ARGS_LEN 256
+#define TP_ARGS_MAX 16
 #define TP_SLOT_NONE 0xffffffffu
 
 /* Value of the cgroup-id -> task map: which slot, and which use of that slot. */
@@ -100,12 +103,17 @@ struct tp_fork_event {
 	__u32 pad;
 };
 
+#define TP_EXEC_ARGS_TRUNCATED 0x1
+
 struct tp_exec_event {
 	struct tp_event_hdr hdr;
 	/* se.sum_exec_runtime of the thread at exec: CPU used before it goes to the old program. */
 	__u64 runtime_ns;
 	char comm[TP_COMM_LEN];
 	char filename[TP_PATH_LEN];
+	__u32 args_len; /* bytes of args used: NUL-separated argv, argv[0] first */
+	__u32 args_flags;
+	char args[TP_ARGS_LEN];
 };
 
 #define TP_EXIT_GROUP_DEAD 0x1

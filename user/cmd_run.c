@@ -23,6 +23,7 @@
 #include "msock.h"
 #include "output.h"
 #include "phases.h"
+#include "rules.h"
 #include "sampler.h"
 #include "store.h"
 
@@ -47,6 +48,7 @@ const char run_usage[] =
 	"  --interval MS     series sampling interval, 100 to 60000 (default 1000)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  --perfherder      print a PERFHERDER_DATA line of the figures at the end\n"
+	"  --rules FILE      counting rules (output|exec NAME [anchor] REGEX per line)\n"
 	"  -v, --verbose     debug output, libbpf's included\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -65,6 +67,7 @@ enum {
 	OPT_INTERVAL,
 	OPT_CONFIG,
 	OPT_PERFHERDER,
+	OPT_RULES,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -81,6 +84,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "perfherder", no_argument, NULL, OPT_PERFHERDER },
+		{ "rules", required_argument, NULL, OPT_RULES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -146,6 +150,9 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_PERFHERDER:
 			o->perfherder = true;
+			break;
+		case OPT_RULES:
+			o->rules_path = optarg;
 			break;
 		case OPT_INTERVAL:
 			if (tp_parse_u64(optarg, RUN_INTERVAL_MAX, &o->interval_ms) ||
@@ -302,6 +309,8 @@ struct run_state {
 	struct phases phases;
 	struct output out;
 	const struct config *cfg;
+	struct rules rules;
+	__u64 args_truncated; /* execs whose argv was cut before the rules saw it */
 	bool main_done;
 	bool done;
 	int wstatus;
@@ -477,6 +486,37 @@ static void drain_socket(struct run_state *st)
 	}
 }
 
+/* Exec rules see "path arg1 arg2 ...": the resolved path in place of argv[0]. */
+static void on_exec(void *ctx, int slot, const char *path, const char *args, size_t len,
+		    bool truncated)
+{
+	struct run_state *st = ctx;
+	char cmd[TP_PATH_LEN + TP_ARGS_LEN + 8];
+	size_t n = (size_t)snprintf(cmd, sizeof(cmd), "%s", path), i = 0;
+	int nargs = 0;
+
+	if (slot != st->slot || !st->rules.n)
+		return;
+	/* Skip argv[0], then at most TP_ARGS_MAX - 1 more arguments. */
+	while (i < len && args[i])
+		i++;
+	for (i++; i < len && n + 1 < sizeof(cmd); i++) {
+		if (args[i] == '\0') {
+			if (++nargs == TP_ARGS_MAX - 1) {
+				truncated |= i + 1 < len;
+				break;
+			}
+			continue;
+		}
+		if (i == 0 || args[i - 1] == '\0')
+			cmd[n++] = ' ';
+		cmd[n++] = args[i];
+	}
+	cmd[n] = '\0';
+	st->args_truncated += truncated;
+	rules__exec(&st->rules, cmd, n, &st->um);
+}
+
 /* "BEGIN_PHASE name" / "END_PHASE name" in the output: the same path as the socket's. */
 static void on_output_line(void *ctx, const char *line, size_t len)
 {
@@ -485,6 +525,7 @@ static void on_output_line(void *ctx, const char *line, size_t len)
 	size_t plen = strlen(PERFHERDER_PREFIX);
 	char msg[UM_LINE_MAX + 1];
 
+	rules__output_line(&st->rules, line, len, &st->um);
 	if (len > plen && !memcmp(line, PERFHERDER_PREFIX, plen)) {
 		/* Passed through whatever it holds; taken only if it is an artifact. */
 		if (um_add_perfherder(&st->um, line + plen, len - plen) < 0)
@@ -702,6 +743,7 @@ static int run_task(struct run_opts *o)
 	st.series_fd = -1;
 	st.sampler = &sampler;
 	st.msock.fd = -1;
+	rules__init(&st.rules);
 	if (um_table__init(&st.um))
 		return EXIT_TP_FAILED;
 
@@ -718,6 +760,13 @@ static int run_task(struct run_opts *o)
 	}
 	if (open_store(o, &cfg, &store))
 		goto out;
+	/* Rules: the config's [rules] section, then --rules FILE; a bad one stops us here. */
+	if (rules__load(&st.rules, o->config_path ? o->config_path : TP_DEFAULT_CONFIG, true,
+			false) ||
+	    (o->rules_path && rules__load(&st.rules, o->rules_path, false, true)) ||
+	    rules__finish(&st.rules))
+		goto out;
+	collector__on_exec(c, on_exec, &st);
 	err = cgroup_make_task(root, o->id, st.cgroup, sizeof(st.cgroup));
 	if (err) {
 		report_cgroup_error(err, o, root);
@@ -818,6 +867,8 @@ static int run_task(struct run_opts *o)
 	}
 	rec.phases = &st.phases;
 	rec.um = &st.um;
+	rec.rules = &st.rules;
+	rec.exec_args_truncated = st.args_truncated;
 	fill_end(&rec, &st);
 	sampler__sample(&sampler, tp_now_ns());
 	if (sampler__compact(&sampler))
@@ -869,6 +920,7 @@ out:
 	store__close(store);
 	msock__close(&st.msock);
 	output__close(&st.out);
+	rules__fini(&st.rules);
 	phases__fini(&st.phases);
 	um_table__fini(&st.um);
 	if (st.pidfd >= 0)

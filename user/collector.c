@@ -23,7 +23,7 @@
 
 _Static_assert(sizeof(struct tp_cgroup_info) == 8, "ABI: tp_cgroup_info");
 _Static_assert(sizeof(struct tp_event_hdr) == 32, "ABI: tp_event_hdr");
-_Static_assert(sizeof(struct tp_exec_event) == 32 + 8 + TP_COMM_LEN + TP_PATH_LEN,
+_Static_assert(sizeof(struct tp_exec_event) == 32 + 8 + TP_COMM_LEN + TP_PATH_LEN + 8 + TP_ARGS_LEN,
 	       "ABI: tp_exec_event");
 _Static_assert(sizeof(struct tp_exit_event) == 32 + 16 + TP_COMM_LEN, "ABI: tp_exit_event");
 _Static_assert(sizeof(struct tp_fork_event) == 40, "ABI: tp_fork_event");
@@ -64,6 +64,8 @@ struct collector {
 	void *percpu_buf; /* ncpus values of the largest per-CPU map */
 	__u32 next_gen;
 	__u64 stale_events;
+	collector_exec_fn exec_fn;
+	void *exec_ctx;
 	struct slot slots[TP_MAX_TASKS];
 };
 
@@ -154,7 +156,7 @@ static void on_fork(struct slot *s, const struct tp_fork_event *e)
 	}
 }
 
-static void on_exec(struct slot *s, const struct tp_exec_event *e)
+static void on_exec(struct collector *c, int slot, struct slot *s, const struct tp_exec_event *e)
 {
 	struct proc_info *pi = htab__put(&s->procs, e->hdr.tgid);
 	char path[TP_PATH_LEN];
@@ -171,6 +173,10 @@ static void on_exec(struct slot *s, const struct tp_exec_event *e)
 		s->progs[prog - 1].execs++;
 	pi->prog = prog;
 	pi->base_runtime = e->runtime_ns;
+	if (c->exec_fn)
+		c->exec_fn(c->exec_ctx, slot, path, e->args,
+			   e->args_len < TP_ARGS_LEN ? e->args_len : TP_ARGS_LEN,
+			   e->args_flags & TP_EXEC_ARGS_TRUNCATED);
 }
 
 static void on_exit_(struct slot *s, const struct tp_exit_event *e)
@@ -213,7 +219,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	case TP_EV_EXEC:
 		if (size >= sizeof(struct tp_exec_event))
-			on_exec(s, data);
+			on_exec(c, (int)hdr->slot, s, data);
 		break;
 	case TP_EV_EXIT:
 		if (size >= sizeof(struct tp_exit_event))
@@ -221,6 +227,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 		break;
 	}
 	return 0;
+}
+
+void collector__on_exec(struct collector *c, collector_exec_fn fn, void *ctx)
+{
+	c->exec_fn = fn;
+	c->exec_ctx = ctx;
 }
 
 struct collector *collector__open(const struct collector_opts *opts)

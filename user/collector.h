@@ -55,6 +55,11 @@ struct task_figures {
 	__u64 oom_kills;
 };
 
+/* Called for each exec of a tracked task as events are drained (args: NUL-separated). */
+typedef void (*collector_exec_fn)(void *ctx, int slot, const char *path, const char *args,
+				  size_t args_len, bool truncated);
+void collector__on_exec(struct collector *c, collector_exec_fn fn, void *ctx);
+
 /* Loads and attaches; NULL with errno set (EPERM: no BPF permission, ENOENT: no BTF). */
 struct collector *collector__open(const struct collector_opts *opts);
 void collector__free(struct collector *c);

@@ -23,6 +23,7 @@ struct run_opts {
 	const char *db_path; /* NULL: the config's */
 	bool no_db;
 	bool perfherder;
+	const char *rules_path;
 	const char *config_path;
 	__u64 interval_ms;
 	char **argv; /* CMD [ARG...] */

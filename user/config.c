@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* /etc/taskprobe/taskprobe.conf: "key = value" lines; a bad line is an error with its number. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 int config_parse(struct config *c, const char *path, const char *text)
 {
 	const char *p = text;
+	bool in_section = false;
 	int lineno = 0;
 
 	while (*p) {
@@ -110,8 +112,12 @@ int config_parse(struct config *c, const char *path, const char *text)
 		s = trim(line);
 		if (!*s || *s == '#')
 			continue;
-		/* A section header such as [rules] belongs to later features: accept it. */
-		if (*s == '[' && s[strlen(s) - 1] == ']')
+		/* Sections ([rules]) are read by their own modules (rules.c). */
+		if (*s == '[' && s[strlen(s) - 1] == ']') {
+			in_section = true;
+			continue;
+		}
+		if (in_section)
 			continue;
 		eq = strchr(s, '=');
 		if (!eq) {

@@ -143,7 +143,7 @@ void jw_double(struct jw *w, double v)
 	/* Whole numbers exactly (byte counts, sums); others to the precision they carry. */
 	if (!isfinite(v))
 		fputs("null", w->f);
-	else if (v == (double)(long long)v && fabs(v) < 9007199254740992.0)
+	else if (fabs(v) < 9007199254740992.0 && v == (double)(long long)v)
 		fprintf(w->f, "%lld", (long long)v);
 	else
 		fprintf(w->f, "%.17g", v);

@@ -444,6 +444,16 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	}
 	jw_arr_end(w);
 
+	jw_key(w, "log_anchors");
+	jw_arr_begin(w);
+	for (int i = 0; t->rules && i < t->rules->nanchors; i++) {
+		jw_obj_begin(w);
+		jw_kstr(w, "rule", t->rules->r[t->rules->anchors[i].rule].name);
+		jw_ku64(w, "line", t->rules->anchors[i].line);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_ku64(w, "exec_args_truncated", t->exec_args_truncated);
 	jw_key(w, "phases");
 	if (t->phases)
 		phases__write_json(w, t->phases);

@@ -11,6 +11,7 @@
 #include "collector.h"
 #include "json.h"
 #include "phases.h"
+#include "rules.h"
 #include "usermetrics.h"
 #include "util.h"
 
@@ -54,6 +55,8 @@ struct task_record {
 	double peak_cores;	     /* most cores in use over one series interval */
 	const struct phases *phases; /* may be NULL */
 	const struct um_table *um;   /* the metrics socket's harvest; may be NULL */
+	const struct rules *rules;   /* for log anchors; may be NULL */
+	__u64 exec_args_truncated;
 	char **argv_owned;	     /* set by task_from_json */
 	struct phases *phases_owned; /* set by task_from_json */
 	int leftovers;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "rules.h"
 #include "series.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -23,6 +24,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config_parse(&c, "fuzz.conf", text);
 	if (c.retain_days < 1 || c.max_db_mb < 1 || c.db[0] != '/')
 		__builtin_trap();
+	/* The same text as a rule line, compiled or refused; then matched against itself. */
+	{
+		static struct rules rs;
+		static struct um_table um;
+		static int ready;
+
+		if (!ready && !um_table__init(&um))
+			ready = 1;
+		rules__init(&rs);
+		if (strlen(text) < 512 && !rules__add(&rs, "fuzz", 1, text) &&
+		    !rules__finish(&rs) && ready) {
+			rules__output_line(&rs, text, strlen(text), &um);
+			rules__exec(&rs, text, strlen(text), &um);
+		}
+		rules__fini(&rs);
+	}
 	/* The same bytes as a stored series block: refused or decoded, never a crash. */
 	series_decode(data, size, &pts, &n);
 	free(pts);

@@ -86,12 +86,14 @@ TEST(TIER_UNIT, config_lines)
 	config_defaults(&c);
 	ASSERT_OK(config_parse(&c, "t.conf",
 			       "# comment\n\nretain_days = 7\nmax_db_mb=64\n"
-			       "instance_type = m5.large \n[rules]\nworker_pool = gecko-t\n"),
+			       "instance_type = m5.large \nworker_pool = gecko-t\n"
+			       "[rules]\noutput build.errors ^error:\nretain_days = 9\n"),
 		  "good file");
 	ASSERT_EQ(c.retain_days, 7, "retain_days");
 	ASSERT_EQ(c.max_db_mb, 64, "max_db_mb");
 	ASSERT_STREQ(c.instance_type, "m5.large", "instance_type trimmed");
 	ASSERT_STREQ(c.worker_pool, "gecko-t", "worker_pool");
+	ASSERT_EQ(c.retain_days, 7, "lines under [rules] belong to the rules, not the keys");
 	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days = 0\n"), -EINVAL, "0 days");
 	ASSERT_EQ(config_parse(&c, "t.conf", "ok = 1\n"), -EINVAL, "unknown key");
 	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days\n"), -EINVAL, "no '='");

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/* End-to-end tests: exec and output rules count exactly; bad rules are clear errors. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (CHECK(f != NULL, "cannot write %s", path)) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+TEST(TIER_E2E, exec_rules_count_clones_and_fetches)
+{
+	const char *rules = tu_tmp("rules"), *json = tu_tmp("task.json"), *dir = tu_tmp("git");
+	char script[2048];
+	const struct json *rec;
+	struct tu_result r;
+
+	write_text(rules, "# VCS operations by kind\n"
+			  "exec vcs.clone{kind=full} ^\\S*/git clone\\b\n"
+			  "exec vcs.clone{kind=incremental} ^\\S*/git (?:fetch|pull)\\b\n"
+			  "exec vcs.op{verb=x} ^\\S*/git (?<verb>clone|fetch)\\b\n");
+	/*
+	 * Local repositories only: no network. 2 clones and 3 fetches. (A pull would run
+	 * an internal /usr/lib/git-core/git fetch too, which this regex also counts.)
+	 */
+	snprintf(script, sizeof(script),
+		 "set -e; mkdir -p %s && cd %s && export HOME=%s GIT_CONFIG_NOSYSTEM=1;"
+		 " git init -q -b main src && git -C src -c user.name=t -c user.email=t@t"
+		 " commit -q --allow-empty -m one;"
+		 " git clone -q src c1; git clone -q src c2;"
+		 " (cd c1 && git fetch -q); (cd c1 && git fetch -q); (cd c2 && git fetch -q)",
+		 dir, dir, dir);
+	tu_tp(&r, 60, "run", "--quiet", "--no-db", "--rules", rules, "--json", json, "--", "sh",
+	      "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_metric(rec, "vcs.clone{kind=full}"), 2, "full clones");
+	ASSERT_EQ(tu_metric(rec, "vcs.clone{kind=incremental}"), 3, "fetches");
+	ASSERT_EQ(tu_metric(rec, "vcs.op{verb=clone}"), 2, "a named group as a label");
+	ASSERT_EQ(tu_metric(rec, "vcs.op{verb=fetch}"), 3, "a named group as a label");
+	ASSERT_EQ(tu_metric(rec, "vcs.op{verb=x}"), -1, "a group overrides the name's label");
+	/* The task's own shell: its script is longer than the 256 bytes captured. */
+	ASSERT_EQ(tu_num(rec, "exec_args_truncated"), 1, "argv cut once, and said so");
+}
+
+TEST(TIER_E2E, output_rules_count_and_anchor)
+{
+	const char *rules = tu_tmp("rules"), *json = tu_tmp("task.json");
+	const struct json *rec, *anchors;
+	struct tu_result r;
+
+	write_text(rules, "[rules]\noutput build.warning anchor ^warning: (?<what>\\w+)\n"
+			  "output build.lines .\n");
+	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--rules", rules, "--json", json, "--", "sh",
+	      "-c",
+	      "exec 2>&1; echo start; echo 'warning: unused'; echo 'warning: unused' >&2;"
+	      " echo note; echo 'warning: deprecated'; echo ' warning: indented'",
+	      NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_metric(rec, "build.warning{what=unused}"), 2, "unused warnings");
+	ASSERT_EQ(tu_metric(rec, "build.warning{what=deprecated}"), 1, "deprecated warnings");
+	ASSERT_EQ(tu_metric(rec, "build.lines"), 6, "every line");
+	anchors = json_get(rec, "log_anchors");
+	ASSERT_EQ(json_len(anchors), 3, "one anchor per warning");
+	ASSERT_EQ(tu_num(json_at(anchors, 0), "line"), 2, "first warning's line");
+	ASSERT_EQ(tu_num(json_at(anchors, 2), "line"), 5, "last warning's line");
+}
+
+TEST(TIER_E2E, bad_rule_names_file_and_line)
+{
+	const char *rules = tu_tmp("rules");
+	char want[600];
+	struct tu_result r;
+
+	write_text(rules, "output ok ^fine$\n\noutput broken (unclosed\n");
+	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "exit status");
+	snprintf(want, sizeof(want), "taskprobe: %s:3: bad regex at offset", rules);
+	ASSERT_TRUE(!strncmp(r.err, want, strlen(want)), "names the file, line 3 and the problem");
+	ASSERT_TRUE(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "one line");
+	write_text(rules, "input x ^a\n");
+	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "an unknown rule kind");
+	write_text(rules, "exec bad@name ^a\n");
+	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "a bad counter name");
+}
