@@ -517,6 +517,15 @@ static void on_exec(void *ctx, int slot, const char *path, const char *args, siz
 	rules__exec(&st->rules, cmd, n, &st->um);
 }
 
+/* A phase rule matched an output line: the same path as markers and the socket. */
+static void on_phase_rule(void *ctx, bool begin, const char *name, size_t len)
+{
+	char msg[UM_LINE_MAX + 1];
+
+	snprintf(msg, sizeof(msg), "phase:%s:%.*s", begin ? "begin" : "end", (int)len, name);
+	on_line(ctx, msg, strlen(msg));
+}
+
 /* "BEGIN_PHASE name" / "END_PHASE name" in the output: the same path as the socket's. */
 static void on_output_line(void *ctx, const char *line, size_t len)
 {
@@ -767,6 +776,8 @@ static int run_task(struct run_opts *o)
 	    rules__finish(&st.rules))
 		goto out;
 	collector__on_exec(c, on_exec, &st);
+	st.rules.phase_fn = on_phase_rule;
+	st.rules.phase_ctx = &st;
 	err = cgroup_make_task(root, o->id, st.cgroup, sizeof(st.cgroup));
 	if (err) {
 		report_cgroup_error(err, o, root);

@@ -89,11 +89,19 @@ int rules__add(struct rules *rs, const char *file, int lineno, const char *line)
 		r->where = RULE_OUTPUT;
 	} else if (!strcmp(where, "exec")) {
 		r->where = RULE_EXEC;
+	} else if (!strcmp(where, "phase-begin")) {
+		r->where = RULE_PHASE_BEGIN;
+	} else if (!strcmp(where, "phase-end")) {
+		r->where = RULE_PHASE_END;
 	} else {
-		tp_err("%s:%d: a rule is 'output' or 'exec', not '%s'", file, lineno, where);
+		tp_err("%s:%d: a rule is output, exec, phase-begin or phase-end, not '%s'", file,
+		       lineno, where);
 		return -EINVAL;
 	}
-	if (!valid_counter_name(name)) {
+	if (r->where >= RULE_PHASE_BEGIN) {
+		/* The name field is a placeholder: the phase's name comes from the line. */
+		snprintf(name, sizeof(name), "phase");
+	} else if (!valid_counter_name(name)) {
 		tp_err("%s:%d: bad counter name '%s': NAME or NAME{k=v,...} of A-Z a-z 0-9 _ . -",
 		       file, lineno, name);
 		return -EINVAL;
@@ -119,6 +127,13 @@ int rules__add(struct rules *rs, const char *file, int lineno, const char *line)
 		size_t jit = 0;
 
 		r->jit = !pcre2_pattern_info(r->re, PCRE2_INFO_JITSIZE, &jit) && jit > 0;
+	}
+	if (r->where >= RULE_PHASE_BEGIN &&
+	    pcre2_substring_number_from_name(r->re, (PCRE2_SPTR) "phase") < 0) {
+		tp_err("%s:%d: a phase rule's regex needs a group (?<phase>...)", file, lineno);
+		pcre2_code_free(r->re);
+		r->re = NULL;
+		return -EINVAL;
 	}
 	rs->n++;
 	return 0;
@@ -246,6 +261,15 @@ static void match(struct rules *rs, enum rule_where where, const char *s, size_t
 		if ((r->jit ? pcre2_jit_match(r->re, (PCRE2_SPTR)s, len, 0, 0, rs->md, NULL)
 			    : pcre2_match(r->re, (PCRE2_SPTR)s, len, 0, 0, rs->md, NULL)) < 0)
 			continue;
+		if (r->where >= RULE_PHASE_BEGIN) {
+			PCRE2_SIZE *ov = pcre2_get_ovector_pointer(rs->md);
+			int g = pcre2_substring_number_from_name(r->re, (PCRE2_SPTR) "phase");
+
+			if (g > 0 && ov[2 * g] != PCRE2_UNSET && rs->phase_fn)
+				rs->phase_fn(rs->phase_ctx, r->where == RULE_PHASE_BEGIN,
+					     s + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
+			continue;
+		}
 		count_match(r, rs->md, s, um);
 		if (r->anchor && where == RULE_OUTPUT) {
 			if (rs->nanchors < ANCHORS_MAX) {
@@ -261,8 +285,11 @@ static void match(struct rules *rs, enum rule_where where, const char *s, size_t
 void rules__output_line(struct rules *rs, const char *line, size_t len, struct um_table *um)
 {
 	rs->lines++;
-	if (rs->n)
+	if (rs->n) {
 		match(rs, RULE_OUTPUT, line, len, um);
+		match(rs, RULE_PHASE_BEGIN, line, len, um);
+		match(rs, RULE_PHASE_END, line, len, um);
+	}
 }
 
 void rules__exec(struct rules *rs, const char *cmdline, size_t len, struct um_table *um)

@@ -3,10 +3,12 @@
  * Rules: counters the task does not have to emit. A rule is one line
  *
  *     output|exec NAME[{k=v,...}] [anchor] REGEX
+ *     phase-begin|phase-end - REGEX-WITH-(?<phase>...)
  *
  * An output rule counts the task's output lines its PCRE2 regex matches; an exec
  * rule counts execs whose "path arg1 arg2 ..." it matches. Named capture groups
  * become labels of the counter; "anchor" also records the matching line's number.
+ * A phase rule begins or ends the phase its "phase" group names, on output lines.
  */
 #ifndef TP_RULES_H
 #define TP_RULES_H
@@ -21,7 +23,10 @@
 #define RULES_MAX 256
 #define ANCHORS_MAX 1000
 
-enum rule_where { RULE_OUTPUT, RULE_EXEC };
+enum rule_where { RULE_OUTPUT, RULE_EXEC, RULE_PHASE_BEGIN, RULE_PHASE_END };
+
+/* Called when a phase rule matches: begin (true) or end, and the phase's name. */
+typedef void (*rules_phase_fn)(void *ctx, bool begin, const char *name, size_t len);
 
 struct rule {
 	enum rule_where where;
@@ -44,6 +49,8 @@ struct rules {
 	int nanchors;
 	__u64 anchors_dropped;
 	__u64 lines;
+	rules_phase_fn phase_fn;
+	void *phase_ctx;
 };
 
 void rules__init(struct rules *rs);

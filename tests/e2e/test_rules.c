@@ -88,10 +88,38 @@ TEST(TIER_E2E, bad_rule_names_file_and_line)
 	snprintf(want, sizeof(want), "taskprobe: %s:3: bad regex at offset", rules);
 	ASSERT_TRUE(!strncmp(r.err, want, strlen(want)), "names the file, line 3 and the problem");
 	ASSERT_TRUE(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "one line");
+	write_text(rules, "phase-begin - ^START (\\w+)\n");
+	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "a phase rule without (?<phase>...)");
 	write_text(rules, "input x ^a\n");
 	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "an unknown rule kind");
 	write_text(rules, "exec bad@name ^a\n");
 	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "a bad counter name");
+}
+
+TEST(TIER_E2E, mach_rules_make_tiers_phases)
+{
+	const char *json = tu_tmp("task.json");
+	const struct json *rec, *ph;
+	struct tu_result r;
+
+	/* mach's lines, with and without the timestamp later versions print. */
+	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--rules", "scripts/integrations/mach.rules",
+	      "--json", json, "--", "sh", "-c",
+	      "echo 'BUILDSTATUS 1764680000 TIERS export compile';"
+	      " echo 'BUILDSTATUS 1764680000 TIER_START export'; sleep 0.2;"
+	      " echo 'BUILDSTATUS 1764680001 TIER_FINISH export';"
+	      " echo 'BUILDSTATUS TIER_START compile'; sleep 0.3; /bin/true; sleep 0.1;"
+	      " echo 'BUILDSTATUS TIER_FINISH compile'",
+	      NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	ph = json_get(rec, "phases");
+	ASSERT_EQ(json_len(ph), 2, "a phase per tier");
+	ASSERT_STREQ(json_get(json_at(ph, 0), "name")->str, "export", "first tier");
+	ASSERT_GE(tu_num(tu_find(ph, "name", "compile"), "wall_ns"), 400e6, "compile's time");
+	ASSERT_EQ(tu_num(tu_find(ph, "name", "compile"), "execs"), 3, "compile's execs");
+	ASSERT_EQ(tu_metric(rec, "mach.tiers"), 2, "tiers counted");
 }
