@@ -6,7 +6,7 @@ set -euo pipefail
 
 pkgs=(
 	make gcc clang llvm pkg-config
-	libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev sqlite3 libpcre2-dev clang-format git
+	libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev sqlite3 libpcre2-dev clang-format git ansible-core
 	libclang-rt-14-dev
 	rt-tests
 	iproute2 procps coreutils

@@ -2,6 +2,7 @@
 /* End-to-end tests: exec and output rules count exactly; bad rules are clear errors. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "testutil.h"
@@ -122,4 +123,58 @@ TEST(TIER_E2E, mach_rules_make_tiers_phases)
 	ASSERT_GE(tu_num(tu_find(ph, "name", "compile"), "wall_ns"), 400e6, "compile's time");
 	ASSERT_EQ(tu_num(tu_find(ph, "name", "compile"), "execs"), 3, "compile's execs");
 	ASSERT_EQ(tu_metric(rec, "mach.tiers"), 2, "tiers counted");
+}
+
+TEST(TIER_E2E, ansible_tasks_become_phases)
+{
+	const char *json = tu_tmp("task.json"), *play = tu_tmp("site.yml"), *out = tu_tmp("out");
+	char plugins[4096], script[8192];
+	const struct json *rec, *ph;
+	struct tu_result r;
+
+	if (!getcwd(plugins, sizeof(plugins) - 64))
+		return;
+	strcat(plugins, "/scripts/integrations/ansible");
+	snprintf(script, sizeof(script),
+		 "- hosts: localhost\n"
+		 "  gather_facts: false\n"
+		 "  tasks:\n"
+		 "    - name: Wait a little\n"
+		 "      command: sleep 0.3\n"
+		 "    - name: Burn CPU (2 s)\n"
+		 "      command: %s 1 2000\n"
+		 "    - name: Write a file\n"
+		 "      copy:\n"
+		 "        content: hello\n"
+		 "        dest: %s\n",
+		 tu_helper("burn"), out);
+	{
+		FILE *f = fopen(play, "w");
+
+		if (!CHECK(f != NULL, "playbook"))
+			return;
+		fputs(script, f);
+		fclose(f);
+	}
+	/* A real playbook on localhost, with the plugin as Ansible loads any callback. */
+	snprintf(script, sizeof(script),
+		 "ANSIBLE_CALLBACK_PLUGINS=%s ANSIBLE_CALLBACKS_ENABLED=taskprobe"
+		 " ANSIBLE_LOCAL_TEMP=%s.tmp ANSIBLE_HOME=%s.home ANSIBLE_NOCOLOR=1"
+		 " ansible-playbook -i localhost, -c local %s",
+		 plugins, out, out, play);
+	tu_tp(&r, 180, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c", script, NULL);
+	CHECK(r.status == 0, "ansible-playbook: %d\n%.2000s", r.status, r.out);
+	rec = tu_load_json(json);
+	ph = json_get(rec, "phases");
+	ASSERT_EQ(json_len(ph), 3, "a phase per Ansible task");
+	ASSERT_STREQ(json_get(json_at(ph, 0), "name")->str, "Wait_a_little", "first task");
+	ASSERT_STREQ(json_get(json_at(ph, 1), "name")->str, "Burn_CPU_2_s", "second task");
+	ASSERT_STREQ(json_get(json_at(ph, 2), "name")->str, "Write_a_file", "third task");
+	ASSERT_GE(tu_num(json_at(ph, 0), "wall_ns"), 300e6, "the wait's time");
+	/* Each Ansible task costs ~1.5 s of its own Python; the burn adds 2 s on top. */
+	ASSERT_GE(tu_num(json_at(ph, 1), "cpu_ns"), 2000e6, "the burn's CPU lands in its phase");
+	ASSERT_GE(tu_num(json_at(ph, 1), "cpu_ns") - tu_num(json_at(ph, 0), "cpu_ns"), 1000e6,
+		  "and not in the wait's");
+	ASSERT_FALSE(json_get(json_at(ph, 2), "unfinished")->b, "the last one ended with the play");
+	ASSERT_EQ(tu_num(json_get(rec, "metrics_socket"), "rejected"), 0, "nothing refused");
 }
