@@ -281,6 +281,7 @@ TEST(TIER_E2E, perfherder_line_round_trips)
 	const struct json *rec, *j, *task, *ph;
 	struct tu_result r;
 	const char *payload;
+	double execs;
 
 	snprintf(cmd, sizeof(cmd),
 		 "%s run --quiet --no-db --perfherder -- sh -c 'echo BEGIN_PHASE b; sleep 0.2;"
@@ -303,14 +304,14 @@ TEST(TIER_E2E, perfherder_line_round_trips)
 	task = tu_find(json_get(j, "suites"), "name", "task");
 	ph = tu_find(json_get(j, "suites"), "name", "phase.b");
 	ASSERT_TRUE(task && ph, "a suite for the task and one per phase");
-	/* Markers take effect when read: the sleeps keep /bin/true and sleep inside. */
-	ASSERT_EQ(tu_num(tu_find(json_get(ph, "subtests"), "name", "execs"), "value"), 3,
-		  "the phase's execs");
+	/* Markers take effect when read: the first sleep may start before (2 or 3). */
+	execs = tu_num(tu_find(json_get(ph, "subtests"), "name", "execs"), "value");
+	ASSERT_TRUE(execs == 2 || execs == 3, "the phase's execs");
 	/* Fed back through a task's output, it becomes metrics with the same values. */
 	snprintf(script, sizeof(script), "cat %s; echo 'PERFHERDER_DATA: {\"no\": 1}'", line_file);
 	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c", script, NULL);
 	rec = tu_load_json(json);
-	ASSERT_EQ(tu_metric(rec, "perfherder.job_resource_usage.phase_b.execs"), 3,
+	ASSERT_EQ(tu_metric(rec, "perfherder.job_resource_usage.phase_b.execs"), execs,
 		  "subtest value as a metric");
 	ASSERT_TRUE(tu_metric(rec, "perfherder.job_resource_usage.task") == tu_num(task, "value"),
 		    "suite value as a metric, exactly");

@@ -121,7 +121,12 @@ TEST(TIER_E2E, mach_rules_make_tiers_phases)
 	ASSERT_EQ(json_len(ph), 2, "a phase per tier");
 	ASSERT_STREQ(json_get(json_at(ph, 0), "name")->str, "export", "first tier");
 	ASSERT_GE(tu_num(tu_find(ph, "name", "compile"), "wall_ns"), 400e6, "compile's time");
-	ASSERT_EQ(tu_num(tu_find(ph, "name", "compile"), "execs"), 3, "compile's execs");
+	/*
+	 * sleep, /bin/true, sleep: a marker takes effect when read, so the first sleep may
+	 * start before it does (docs/metrics-language.md); the other two are inside.
+	 */
+	ASSERT_GE(tu_num(tu_find(ph, "name", "compile"), "execs"), 2, "compile's execs");
+	ASSERT_LE(tu_num(tu_find(ph, "name", "compile"), "execs"), 3, "compile's execs");
 	ASSERT_EQ(tu_metric(rec, "mach.tiers"), 2, "tiers counted");
 }
 
