@@ -257,7 +257,8 @@ TEST(TIER_E2E, output_markers_begin_and_end_phases)
 	outer = phase(rec, "outer");
 	inner = phase(rec, "inner");
 	ASSERT_EQ(tu_num(inner, "depth"), 1, "nested from output lines, stderr included");
-	ASSERT_GE(tu_num(inner, "wall_ns"), 200e6, "inner covers its sleep");
+	/* Less a marker's read lag (docs/metrics-language.md). */
+	ASSERT_GE(tu_num(inner, "wall_ns"), 150e6, "inner covers its sleep");
 	ASSERT_GE(tu_num(outer, "wall_ns"), tu_num(inner, "wall_ns"), "outer covers inner");
 	ASSERT_EQ(json_len(json_get(rec, "phases")), 2,
 		  "no phase from a bad name or a partial line");
