@@ -512,10 +512,24 @@ out:
 	return ret;
 }
 
+/* The name of phase number i (1-based) of a record, or "#i" when it is not known yet. */
+static const char *phase_at(const struct json *phases, size_t i, char *buf, size_t len)
+{
+	const struct json *n = json_get(json_at(phases, i - 1), "name");
+
+	if (n && n->type == JSON_STR)
+		return n->str;
+	snprintf(buf, len, "#%zu", i);
+	return buf;
+}
+
 int cmd_series(int argc, char **argv)
 {
 	struct series_point *pts = NULL;
 	struct series_bucket *bk = NULL;
+	const struct json *phases;
+	struct json *rec = NULL;
+	char pbuf[32];
 	struct task_ref ref;
 	size_t n = 0;
 	struct qopts q;
@@ -528,6 +542,8 @@ int cmd_series(int argc, char **argv)
 	if (!s)
 		return ret;
 	ret = EXIT_RUNTIME;
+	rec = ref.record ? json_parse(ref.record, strlen(ref.record), NULL, 0) : NULL;
+	phases = json_get(rec, "phases");
 	if (prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
 		goto out;
 	sqlite3_bind_int64(st, 1, ref.tid);
@@ -565,11 +581,20 @@ int cmd_series(int argc, char **argv)
 				jw_key(&w, stat[k]);
 				jw_obj_begin(&w);
 				for (int f = 0; f < SERIES_FIELDS; f++) {
+					if (f == SERIES_PHASE)
+						continue;
 					jw_key(&w, series_field_names[f]);
 					bk[b].count ? jw_double(&w, v[f]) : jw_null(&w);
 				}
 				jw_obj_end(&w);
 			}
+			/* The latest phase begun among the bucket's samples. */
+			jw_key(&w, "phase");
+			if (bk[b].count && bk[b].max[SERIES_PHASE] > 0)
+				jw_str(&w, phase_at(phases, (size_t)bk[b].max[SERIES_PHASE], pbuf,
+						    sizeof(pbuf)));
+			else
+				jw_null(&w);
 			jw_obj_end(&w);
 		}
 		jw_arr_end(&w);
@@ -577,25 +602,29 @@ int cmd_series(int argc, char **argv)
 	} else {
 		char m[32], r[32], wr[32];
 
-		printf("%8s %6s %17s %10s %11s %11s %6s\n", "T", "N", "CORES min/avg/max",
-		       "MEM max", "READ/s max", "WRITE/s max", "PROCS");
+		printf("%8s %17s %10s %10s %10s %5s %s\n", "T", "CORES min/avg/max", "MEM max",
+		       "READ/s", "WRITE/s", "PROCS", "PHASE");
 		for (long b = 0; b < q.points; b++) {
 			if (!bk[b].count) {
-				printf("%7.1fs %6d %17s\n", bk[b].t_ms / 1000.0, 0, "-");
+				printf("%7.1fs %17s\n", bk[b].t_ms / 1000.0, "-");
 				continue;
 			}
-			printf("%7.1fs %6zu %5.2f/%5.2f/%5.2f %10s %11s %11s %6.0f\n",
-			       bk[b].t_ms / 1000.0, bk[b].count, bk[b].min[0] / 1000,
-			       bk[b].mean[0] / 1000, bk[b].max[0] / 1000,
-			       tp_fmt_bytes(m, sizeof(m), (__u64)bk[b].max[1]),
+			printf("%7.1fs %5.2f/%5.2f/%5.2f %10s %10s %10s %5.0f %-.12s\n",
+			       bk[b].t_ms / 1000.0, bk[b].min[0] / 1000, bk[b].mean[0] / 1000,
+			       bk[b].max[0] / 1000, tp_fmt_bytes(m, sizeof(m), (__u64)bk[b].max[1]),
 			       tp_fmt_bytes(r, sizeof(r), (__u64)bk[b].max[2]),
-			       tp_fmt_bytes(wr, sizeof(wr), (__u64)bk[b].max[3]), bk[b].max[4]);
+			       tp_fmt_bytes(wr, sizeof(wr), (__u64)bk[b].max[3]), bk[b].max[4],
+			       bk[b].max[SERIES_PHASE] > 0
+				       ? phase_at(phases, (size_t)bk[b].max[SERIES_PHASE], pbuf,
+						  sizeof(pbuf))
+				       : "");
 		}
 	}
 	ret = 0;
 out:
 	free(bk);
 	free(pts);
+	json_free(rec);
 	free(ref.record);
 	store__close(s);
 	return ret;

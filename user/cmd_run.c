@@ -840,6 +840,7 @@ static int run_task(struct run_opts *o)
 	}
 	sampler__init(&sampler, c, slot, st.cgroup, st.start_ns, store, tid);
 	phases__init(&st.phases, st.start_ns);
+	sampler.phases = &st.phases;
 	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err, &st.out);
 	output__started(&st.out);
 	if (st.pid < 0) {

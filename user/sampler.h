@@ -6,6 +6,7 @@
 #include <linux/types.h>
 
 #include "collector.h"
+#include "phases.h"
 #include "series.h"
 #include "store.h"
 
@@ -26,7 +27,8 @@ struct sampler {
 	size_t flushed;
 	int seq;
 	__s64 peak_millicores;
-	struct store *store; /* NULL: keep in memory only */
+	struct store *store;	     /* NULL: keep in memory only */
+	const struct phases *phases; /* each sample carries the phase open then; may be NULL */
 	__s64 tid;
 	__u64 last_flush_ns;
 };

@@ -7,17 +7,18 @@
 
 #include "series.h"
 
-#define SERIES_MAGIC 0x31535054u /* "TPS1" */
+#define SERIES_MAGIC 0x32535054u    /* "TPS2": six fields */
+#define SERIES_MAGIC_V1 0x31535054u /* "TPS1": five, no phase; still read */
 #define SERIES_MAX_POINTS (1u << 20)
 
 /*
  * Stored precision per field: memory in 4 KiB pages, disk rates in KiB/s. Finer
  * digits are noise that costs bytes; decoding multiplies back.
  */
-static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1 };
+static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1, 1 };
 
 const char *const series_field_names[SERIES_FIELDS] = {
-	"cpu_millicores", "mem_bytes", "read_bytes_per_s", "write_bytes_per_s", "procs",
+	"cpu_millicores", "mem_bytes", "read_bytes_per_s", "write_bytes_per_s", "procs", "phase",
 };
 
 static size_t put_varint(unsigned char *o, __u64 v)
@@ -115,6 +116,7 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 	struct series_point *np;
 	uLongf raw_len;
 	__u32 hdr[2];
+	int fields;
 	__u64 count, v;
 	__s64 prev;
 	int err = -EINVAL;
@@ -122,8 +124,9 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 	if (len < 8)
 		return -EINVAL;
 	memcpy(hdr, b, sizeof(hdr));
-	if (hdr[0] != SERIES_MAGIC)
+	if (hdr[0] != SERIES_MAGIC && hdr[0] != SERIES_MAGIC_V1)
 		return -EINVAL;
+	fields = hdr[0] == SERIES_MAGIC ? SERIES_FIELDS : SERIES_FIELDS - 1;
 	raw_len = hdr[1];
 	if (raw_len > (uLongf)SERIES_MAX_POINTS * (SERIES_FIELDS + 1) * 10 + 16)
 		return -EINVAL;
@@ -154,6 +157,10 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 	for (int f = 0; f < SERIES_FIELDS; f++) {
 		prev = 0;
 		for (__u64 i = 0; i < count; i++) {
+			if (f >= fields) {
+				np[i].v[f] = 0;
+				continue;
+			}
 			if (get_varint(&p, end, &v))
 				goto out;
 			prev += unzigzag(v);

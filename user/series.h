@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define SERIES_FIELDS 5
+#define SERIES_FIELDS 6
+#define SERIES_PHASE 5 /* the field holding the phase open at the sample */
 
 /* One sample: integers, so that blocks encode as small deltas. */
 struct series_point {
@@ -14,7 +15,10 @@ struct series_point {
 	__s64 v[SERIES_FIELDS]; /* see series_field_names */
 };
 
-/* cpu millicores, resident bytes, disk read B/s, disk write B/s, processes alive */
+/*
+ * cpu millicores, resident bytes, disk read B/s, disk write B/s, processes alive, and
+ * the innermost phase open then (1 + its index in the record's phases; 0: none)
+ */
 extern const char *const series_field_names[SERIES_FIELDS];
 
 /*

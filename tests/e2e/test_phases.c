@@ -322,3 +322,41 @@ TEST(TIER_E2E, perfherder_line_round_trips)
 	ASSERT_TRUE(strstr(r.out, "{\"no\": 1}") != NULL, "passed on");
 	json_free((struct json *)j);
 }
+
+TEST(TIER_E2E, series_points_carry_their_phase)
+{
+	const char *out = tu_tmp("series.json");
+	char script[1024];
+	const struct json *s, *bk;
+	struct tu_result r;
+	FILE *f;
+	int first_build = -1, last_fetch = -1;
+
+	snprintf(script, sizeof(script),
+		 "T=%s; $T phase begin fetch; sleep 0.6; $T phase end fetch;"
+		 " $T phase begin build; sleep 0.6; $T phase end build",
+		 tu_bin());
+	tu_tp(&r, 30, "run", "--quiet", "--id", "series-phases", "--interval", "100", "--", "sh",
+	      "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	tu_tp(&r, 30, "series", "series-phases", "--points", "10", "--json", NULL);
+	f = fopen(out, "w");
+	if (f) {
+		fputs(r.out, f);
+		fclose(f);
+	}
+	s = tu_load_json(out);
+	bk = json_get(s, "buckets");
+	ASSERT_EQ(json_len(bk), 10, "10 buckets");
+	for (size_t i = 0; i < json_len(bk); i++) {
+		const struct json *p = json_get(json_at(bk, i), "phase");
+
+		if (p && p->type == JSON_STR && !strcmp(p->str, "fetch"))
+			last_fetch = (int)i;
+		if (p && p->type == JSON_STR && !strcmp(p->str, "build") && first_build < 0)
+			first_build = (int)i;
+	}
+	ASSERT_GE(last_fetch, 1, "fetch spans the first buckets");
+	ASSERT_GE(first_build, last_fetch, "build comes after fetch");
+	ASSERT_LE(first_build, 7, "and fills the later buckets");
+}
