@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The metrics socket: datagrams with the sender's kernel credentials. */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,28 @@
 #include "msock.h"
 #include "util.h"
 
+/* Sockets of collectors that died without closing theirs (SIGKILL): their pid is gone. */
+static void sweep_stale(void)
+{
+	struct dirent *de;
+	DIR *d = opendir(MSOCK_DIR);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+		int pid;
+
+		if (sscanf(de->d_name, "run-%d.sock", &pid) != 1 || pid <= 0)
+			continue;
+		if (kill(pid, 0) && errno == ESRCH) {
+			snprintf(path, sizeof(path), "%s/%s", MSOCK_DIR, de->d_name);
+			unlink(path);
+		}
+	}
+	closedir(d);
+}
+
 int msock__open(struct msock *m)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -20,6 +44,7 @@ int msock__open(struct msock *m)
 	m->fd = -1;
 	if (mkdir(MSOCK_DIR, 0755) && errno != EEXIST)
 		return -errno;
+	sweep_stale();
 	snprintf(m->path, sizeof(m->path), "%s/run-%d.sock", MSOCK_DIR, (int)getpid());
 	unlink(m->path);
 	m->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -126,6 +126,14 @@ TEST(TIER_E2E, dead_collector_shows_lost_live_one_does_not)
 	sleep(6);
 	kill(lost, SIGKILL);
 	waitpid(lost, &st, 0);
+	/* The dead collector's socket: ours to remove (the next run would sweep it too). */
+	{
+		char sock[128];
+
+		snprintf(sock, sizeof(sock), "/run/taskprobe/run-%d.sock", (int)lost);
+		ASSERT_OK(access(sock, F_OK) ? -errno : 0, "the dead collector left its socket");
+		unlink(sock);
+	}
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
 	list = query_json("list.json", &r);
 	ASSERT_STREQ(status_of(list, "e2e-lost"), "lost", "the killed collector's task");
