@@ -495,12 +495,12 @@ static void on_exec(void *ctx, int slot, const char *path, const char *args, siz
 	size_t n = (size_t)snprintf(cmd, sizeof(cmd), "%s", path), i = 0;
 	int nargs = 0;
 
-	if (slot != st->slot || !st->rules.n)
+	if (slot != st->slot)
 		return;
 	/* Skip argv[0], then at most TP_ARGS_MAX - 1 more arguments. */
 	while (i < len && args[i])
 		i++;
-	for (i++; i < len && n + 1 < sizeof(cmd); i++) {
+	for (i++; i < len && n + 2 < sizeof(cmd); i++) {
 		if (args[i] == '\0') {
 			if (++nargs == TP_ARGS_MAX - 1) {
 				truncated |= i + 1 < len;
@@ -513,6 +513,7 @@ static void on_exec(void *ctx, int slot, const char *path, const char *args, siz
 		cmd[n++] = args[i];
 	}
 	cmd[n] = '\0';
+	/* Counted with or without rules: the record says when argv was cut. */
 	st->args_truncated += truncated;
 	rules__exec(&st->rules, cmd, n, &st->um);
 }
