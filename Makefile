@@ -55,7 +55,8 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
 
-.PHONY: all deps check test fuzz demo install uninstall clean format format-check bench
+.PHONY: all deps check test fuzz demo install uninstall clean format format-check bench \
+	compile_commands.json
 all: $(BIN)
 
 deps:
@@ -159,7 +160,17 @@ format:
 format-check:
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
 
+# For editors (clangd): every C file with the flags this Makefile compiles it with.
+compile_commands.json:
+	$(call msg,GEN,$@)
+	$(Q)CFLAGS_='$(subst ','\'',$(CFLAGS))' BPFCFLAGS_='$(BPFCFLAGS)' CC_='$(CC)' CLANG_='$(CLANG)' \
+	python3 -c 'import json, os, sys; \
+		e = lambda f, cc, fl: {"directory": os.getcwd(), "file": f, "command": cc + " " + fl + " -c " + f}; \
+		json.dump([e(f, os.environ["CC_"], os.environ["CFLAGS_"] + " -Itests") for f in sys.argv[1].split()] + \
+			  [e(f, os.environ["CLANG_"], os.environ["BPFCFLAGS_"]) for f in sys.argv[2].split()], \
+			  open("$@", "w"), indent=1)' '$(CORE_SRCS) user/main.c $(TEST_SRCS)' '$(BPF_SRCS)'
+
 clean:
-	$(Q)rm -rf build
+	$(Q)rm -rf build compile_commands.json
 
 -include $(wildcard $(OUT)/user/*.d $(OUT)/tests/*.d $(OUT)/tests/*/*.d)
