@@ -12,6 +12,8 @@
  * an IPI, which cost microseconds on virtual machines (docs/PERFORMANCE.md).
  */
 const volatile __u64 wakeup_bytes = 0;
+/* Set by the loader when exec rules need argv (collector_opts.capture_args). */
+const volatile bool capture_args = false;
 
 static __always_inline void tp_event_submit(void *e)
 {
@@ -100,7 +102,10 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e->runtime_ns = p->se.sum_exec_runtime;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
-	read_args(p, e);
+	e->args_len = 0;
+	e->args_flags = 0;
+	if (capture_args)
+		read_args(p, e);
 	tp_event_submit(e);
 	return 0;
 }

@@ -681,14 +681,10 @@ static void fill_end(struct task_record *t, const struct run_state *st)
 	t->leftover_action = st->action;
 }
 
-/* Config, then the store: a bad config line or an unusable database stops us early. */
-static int open_store(struct run_opts *o, struct config *cfg, struct store **store)
+/* The task's database: an unusable one stops us before the task starts. */
+static int open_store(struct run_opts *o, const struct config *cfg, struct store **store)
 {
 	*store = NULL;
-	config_defaults(cfg);
-	if (config_load(cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
-			o->config_path != NULL))
-		return -EINVAL;
 	if (o->no_db)
 		return 0;
 	/* --db, then TASKPROBE_DB (for a whole CI job at once), then the config's db. */
@@ -744,6 +740,7 @@ static int run_task(struct run_opts *o)
 	struct sampler sampler = { 0 };
 	struct store *store = NULL;
 	sigset_t mask, oldmask;
+	struct collector_opts copts = { 0 };
 	struct collector *c = NULL;
 	struct config cfg;
 	int slot = -1, sfd = -1, exec_err = 0, err, ret = EXIT_TP_FAILED;
@@ -763,18 +760,23 @@ static int run_task(struct run_opts *o)
 		       "/sys/fs/cgroup' (or /sys/fs/cgroup/unified on a hybrid host)");
 		goto out;
 	}
-	c = collector__open(NULL);
+	/* Config and rules first: a bad line stops us before anything is loaded. */
+	config_defaults(&cfg);
+	if (config_load(&cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
+			o->config_path != NULL) ||
+	    rules__load(&st.rules, o->config_path ? o->config_path : TP_DEFAULT_CONFIG, true,
+			false) ||
+	    (o->rules_path && rules__load(&st.rules, o->rules_path, false, true)) ||
+	    rules__finish(&st.rules))
+		goto out;
+	/* argv is copied in BPF only when an exec rule will read it. */
+	copts.capture_args = rules__has(&st.rules, RULE_EXEC);
+	c = collector__open(&copts);
 	if (!c) {
 		report_open_error(errno);
 		goto out;
 	}
 	if (open_store(o, &cfg, &store))
-		goto out;
-	/* Rules: the config's [rules] section, then --rules FILE; a bad one stops us here. */
-	if (rules__load(&st.rules, o->config_path ? o->config_path : TP_DEFAULT_CONFIG, true,
-			false) ||
-	    (o->rules_path && rules__load(&st.rules, o->rules_path, false, true)) ||
-	    rules__finish(&st.rules))
 		goto out;
 	collector__on_exec(c, on_exec, &st);
 	st.rules.phase_fn = on_phase_rule;

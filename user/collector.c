@@ -269,6 +269,7 @@ struct collector *collector__open(const struct collector_opts *opts)
 	if (err)
 		goto cleanup;
 	c->skel->rodata->wakeup_bytes = rb_bytes / 4;
+	c->skel->rodata->capture_args = opts && opts->capture_args;
 	if (kernel_stamps_queueing()) {
 		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
 		c->skel->rodata->use_sched_info = true;

@@ -23,6 +23,14 @@ void rules__fini(struct rules *rs)
 	memset(rs, 0, sizeof(*rs));
 }
 
+bool rules__has(const struct rules *rs, enum rule_where where)
+{
+	for (int i = 0; i < rs->n; i++)
+		if (rs->r[i].where == where)
+			return true;
+	return false;
+}
+
 static pcre2_code *compile(const char *src, size_t len, char *why, size_t whylen)
 {
 	PCRE2_UCHAR msg[160];

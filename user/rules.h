@@ -64,6 +64,8 @@ int rules__load(struct rules *rs, const char *path, bool section, bool required)
 /* After the last rules__add: the match data all rules share. */
 int rules__finish(struct rules *rs);
 void rules__fini(struct rules *rs);
+/* Is there a rule of this kind? */
+bool rules__has(const struct rules *rs, enum rule_where where);
 /* One output line (the task's lines are numbered from 1 as they are read). */
 void rules__output_line(struct rules *rs, const char *line, size_t len, struct um_table *um);
 /* One exec, as "path arg1 arg2 ...". */
