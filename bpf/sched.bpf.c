@@ -68,6 +68,12 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u64 delta, queued;
 	__u32 slot;
 
+	/*
+	 * Most switches on a host involve no task at all: threads that never had task
+	 * storage have none to look up (one load each, no helper call).
+	 */
+	if (!prev->bpf_storage && !next->bpf_storage)
+		return 0;
 	th = tp_thread_get(prev);
 	if (th) {
 		tp_charge_cpu(prev, th);
