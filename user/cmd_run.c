@@ -456,10 +456,12 @@ static void drain_socket(struct run_state *st)
 	socklen_t from_len;
 	ssize_t n;
 	pid_t pid;
+	int pidfd;
 
 	if (st->msock.fd < 0)
 		return;
-	while ((n = msock__recv(&st->msock, buf, sizeof(buf), &pid, &from, &from_len)) != -EAGAIN) {
+	while ((n = msock__recv(&st->msock, buf, sizeof(buf), &pid, &pidfd, &from, &from_len)) !=
+	       -EAGAIN) {
 		bool ours;
 
 		if (n == -EMSGSIZE) {
@@ -469,7 +471,9 @@ static void drain_socket(struct run_state *st)
 		if (n < 0)
 			break;
 		/* Who sent it, from the kernel's credentials: never a claim in the text. */
-		ours = pid > 0 && pid_in_cgroup(pid, st->cg_rel);
+		ours = msock__sender_in(&st->msock, pid, pidfd, st->cg_rel);
+		if (pidfd >= 0)
+			close(pidfd);
 		for (char *p = buf, *end = buf + n; p < end;) {
 			char *nl = memchr(p, '\n', (size_t)(end - p));
 			size_t len = (size_t)((nl ? nl : end) - p);

@@ -11,7 +11,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+
 #include "msock.h"
+
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#ifndef SCM_PIDFD
+#define SCM_PIDFD 0x04
+#endif
+#define PIDFS_MAGIC 0x50494446
 #include "util.h"
 
 /* Sockets of collectors that died without closing theirs (SIGKILL): their pid is gone. */
@@ -42,6 +54,7 @@ int msock__open(struct msock *m)
 	int one = 1, rcvbuf = 4 << 20;
 
 	m->fd = -1;
+	memset(&m->senders, 0, sizeof(m->senders));
 	if (mkdir(MSOCK_DIR, 0755) && errno != EEXIST)
 		return -errno;
 	sweep_stale();
@@ -53,6 +66,10 @@ int msock__open(struct msock *m)
 	/* A larger queue absorbs bursts; senders block when it is full, nothing drops. */
 	setsockopt(m->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	if (setsockopt(m->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
+		goto fail;
+	/* Older kernels refuse it: senders are then checked only while alive. */
+	m->pidfds = !setsockopt(m->fd, SOL_SOCKET, SO_PASSPIDFD, &one, sizeof(one));
+	if (htab__init(&m->senders, sizeof(__u8)))
 		goto fail;
 	memcpy(sa.sun_path, m->path, sizeof(m->path));
 	if (bind(m->fd, (struct sockaddr *)&sa, sizeof(sa)))
@@ -66,10 +83,10 @@ fail:
 	return -errno;
 }
 
-ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, struct sockaddr_un *from,
-		    socklen_t *from_len)
+ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, int *pidfd,
+		    struct sockaddr_un *from, socklen_t *from_len)
 {
-	char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+	char cbuf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { buf, len };
 	struct msghdr msg = { .msg_name = from,
 			      .msg_namelen = sizeof(*from),
@@ -81,8 +98,9 @@ ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, struct s
 	ssize_t n;
 
 	*pid = 0;
+	*pidfd = -1;
 	*from_len = 0;
-	n = recvmsg(m->fd, &msg, MSG_DONTWAIT);
+	n = recvmsg(m->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
 	/* Only a bound sender (sun_path beyond the family) can be answered. */
@@ -93,11 +111,17 @@ ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, struct s
 
 			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
 			*pid = cred.pid;
+		} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_PIDFD) {
+			memcpy(pidfd, CMSG_DATA(c), sizeof(int));
 		}
 	}
 	/* A truncated datagram is refused whole, as an over-long line. */
-	if (msg.msg_flags & MSG_TRUNC)
+	if (msg.msg_flags & MSG_TRUNC) {
+		if (*pidfd >= 0)
+			close(*pidfd);
+		*pidfd = -1;
 		return -EMSGSIZE;
+	}
 	return n;
 }
 
@@ -107,8 +131,41 @@ void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len)
 		sendto(m->fd, "ok", 2, MSG_DONTWAIT, (const struct sockaddr *)to, to_len);
 }
 
+/* The pidfs inode of a pidfd: unique to one process for the machine's life. */
+static __u64 pidfs_id(int pidfd)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (pidfd < 0 || fstatfs(pidfd, &sfs) || (unsigned long)sfs.f_type != PIDFS_MAGIC ||
+	    fstat(pidfd, &st))
+		return 0;
+	return (__u64)st.st_ino;
+}
+
+bool msock__sender_in(struct msock *m, pid_t pid, int pidfd, const char *rel)
+{
+	__u64 id = pidfs_id(pidfd);
+	__u8 *known = id ? htab__get(&m->senders, id) : NULL, *v;
+	bool in;
+
+	if (known)
+		return *known == 1;
+	if (pid <= 0)
+		return false;
+	in = pid_in_cgroup(pid, rel);
+	/* Alive after the check: /proc/PID was that process, not a reuse of its pid. */
+	if (id && !syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0)) {
+		v = htab__put(&m->senders, id);
+		if (v)
+			*v = in ? 1 : 2;
+	}
+	return in;
+}
+
 void msock__close(struct msock *m)
 {
+	htab__fini(&m->senders);
 	if (m->fd < 0)
 		return;
 	close(m->fd);

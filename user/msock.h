@@ -7,10 +7,14 @@
 #ifndef TP_MSOCK_H
 #define TP_MSOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <linux/types.h>
+
+#include "htab.h"
 
 #define MSOCK_DIR "/run/taskprobe"
 /* One datagram: many lines, each at most 4 KiB. */
@@ -19,16 +23,25 @@
 struct msock {
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	bool pidfds;	     /* the kernel attaches a pidfd of the sender (SO_PASSPIDFD, 6.5+) */
+	struct htab senders; /* pidfs inode of a checked sender -> 1 in the task, 2 not */
 };
 
 /* Binds a socket for this run under MSOCK_DIR (anyone may send; senders are checked). */
 int msock__open(struct msock *m);
 /*
  * One datagram into buf; the sender's pid (0 when the kernel gave none) and address
- * (for msock__ack; from_len 0 when the sender has none).
+ * (for msock__ack; from_len 0 when the sender has none). *pidfd is a pidfd of the
+ * sender, or -1; the caller closes it.
  */
-ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, struct sockaddr_un *from,
-		    socklen_t *from_len);
+ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, int *pidfd,
+		    struct sockaddr_un *from, socklen_t *from_len);
+/*
+ * Is the sender inside the cgroup rel? Checked once per sender process while it is
+ * alive and remembered by its pidfs identity (never reused), so that datagrams it
+ * sent before exiting are still its own. Without pidfds, only a live sender passes.
+ */
+bool msock__sender_in(struct msock *m, pid_t pid, int pidfd, const char *rel);
 /* Tells a waiting sender its datagram was taken (the `phase` and `emit` commands wait). */
 void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len);
 void msock__close(struct msock *m);

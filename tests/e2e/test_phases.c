@@ -360,3 +360,25 @@ TEST(TIER_E2E, series_points_carry_their_phase)
 	ASSERT_GE(first_build, last_fetch, "build comes after fetch");
 	ASSERT_LE(first_build, 7, "and fills the later buckets");
 }
+
+TEST(TIER_E2E, socket_keeps_datagrams_of_senders_gone)
+{
+	const char *json = tu_tmp("task.json");
+	const struct json *rec;
+	struct tu_result r;
+
+	/*
+	 * A fire-and-forget sender exits right after its last datagram: it was checked
+	 * while alive (its first datagram) and is remembered by its pidfd's identity.
+	 */
+	char script[512];
+
+	/* Its shell reaps it at once: /proc knows nothing of it when the rest is read. */
+	snprintf(script, sizeof(script), "%s -f 200 'ff:1|c' & wait; sleep 0.2",
+		 tu_helper("sendlines"));
+	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_num(user_metric(rec, "ff"), "sum"), 200, "every datagram counted");
+	ASSERT_EQ(tu_num(json_get(rec, "metrics_socket"), "rejected"), 0, "none refused");
+}

@@ -4,6 +4,8 @@
  * TASKPROBE_SOCKET (or PATH), then one "sendlines.done:1|c" that waits for the
  * collector's "ok", so that everything before it was taken while we were alive.
  *   sendlines [-s PATH] COUNT TEXT      (TEXT's "\n" sequences become newlines)
+ *   sendlines -f COUNT TEXT             fire and forget: one datagram, a 300 ms pause,
+ *                                       the rest, and exit at once without waiting
  * The bulk goes from an unbound socket (no answers to pile up), the last datagram
  * from a bound one; both queue in order on the collector's socket.
  */
@@ -25,9 +27,14 @@ int main(int argc, char **argv)
 	int fd, bulk, a = 1;
 	size_t len = 0;
 
+	int forget = 0;
+
 	if (argc > 3 && !strcmp(argv[1], "-s")) {
 		path = argv[2];
 		a = 3;
+	} else if (argc > 2 && !strcmp(argv[1], "-f")) {
+		forget = 1;
+		a = 2;
 	}
 	if (argc - a != 2 || !path || strlen(path) >= sizeof(to.sun_path)) {
 		fprintf(stderr, "usage: sendlines [-s PATH] COUNT TEXT\n");
@@ -48,9 +55,14 @@ int main(int argc, char **argv)
 	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
 	if (bulk < 0 || fd < 0 || bind(fd, (struct sockaddr *)&self, sizeof(sa_family_t)))
 		return 1;
-	for (long i = 0; i < count; i++)
+	for (long i = 0; i < count; i++) {
 		if (sendto(bulk, text, len, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)len)
 			return 1;
+		if (forget && i == 0)
+			usleep(300000);
+	}
+	if (forget)
+		return 0;
 	if (sendto(fd, done, strlen(done), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
 		return 1;
 	p.fd = fd;
