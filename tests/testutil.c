@@ -97,6 +97,25 @@ static char *slurp(int fd)
 	return buf;
 }
 
+/* Forks argv (searched in PATH) with stdin from /dev/null and the given out/err fds. */
+static pid_t spawn_fds(char *const argv[], int out, int err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, 0);
+		dup2(out >= 0 ? out : devnull, 1);
+		dup2(err >= 0 ? err : devnull, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		tu_track_pid(pid);
+	return pid;
+}
+
 int tu_run(char *const argv[], struct tu_result *r, int timeout_s)
 {
 	char outp[PATH_MAX], errp[PATH_MAX];
@@ -112,19 +131,9 @@ int tu_run(char *const argv[], struct tu_result *r, int timeout_s)
 	efd = open(errp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (ofd < 0 || efd < 0)
 		return -errno;
-	pid = fork();
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
-
-		dup2(devnull, 0);
-		dup2(ofd, 1);
-		dup2(efd, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
+	pid = spawn_fds(argv, ofd, efd);
 	if (pid < 0)
 		return -errno;
-	tu_track_pid(pid);
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
@@ -150,20 +159,7 @@ int tu_run(char *const argv[], struct tu_result *r, int timeout_s)
 
 pid_t tu_spawn(char *const argv[])
 {
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	if (pid > 0)
-		tu_track_pid(pid);
-	return pid;
+	return spawn_fds(argv, -1, -1);
 }
 
 int tu_tp(struct tu_result *r, int timeout_s, ...)

@@ -7,9 +7,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
 out=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
-prev=$(sysctl -n kernel.bpf_stats_enabled)
-trap 'sysctl -qw kernel.bpf_stats_enabled="$prev"; rm -f "$out"' EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+CLEANUP=$out
+with_bpf_stats
 # The task reads the stats of the programs loaded for it, just before it ends.
 "$TP" run --quiet -- sh -c "hackbench -g 2 -l 1000 >/dev/null 2>&1;
 	i=0; while [ \$i -lt 2000 ]; do /bin/true; i=\$((i+1)); done;

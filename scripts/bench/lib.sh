@@ -19,3 +19,11 @@ now_ns() {
 	local t=${EPOCHREALTIME/./}
 	echo "${t}000"
 }
+
+# Turns kernel.bpf_stats_enabled on until the script exits, then back as it was; also
+# removes the files named in CLEANUP then.
+with_bpf_stats() {
+	BPF_STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled)
+	trap 'sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f ${CLEANUP:-}' EXIT
+	sysctl -qw kernel.bpf_stats_enabled=1
+}

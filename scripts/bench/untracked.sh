@@ -8,9 +8,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
 out=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
-prev=$(sysctl -n kernel.bpf_stats_enabled)
-trap 'sysctl -qw kernel.bpf_stats_enabled="$prev"; rm -f "$out"' EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+CLEANUP=$out
+with_bpf_stats
 hackbench -g 2 -l 3000 > /dev/null 2>&1 &
 hb=$!
 "$TP" run --quiet --no-db -- sh -c "sleep 2; bpftool prog show --json > '$out'"
