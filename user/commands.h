@@ -51,6 +51,9 @@ int cmd_series(int argc, char **argv);
 int cmd_count(int argc, char **argv);
 extern const char list_usage[], show_usage[], hist_usage[], series_usage[], count_usage[];
 
+int cmd_doctor(int argc, char **argv);
+extern const char doctor_usage[];
+
 int cmd_phase(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 extern const char phase_usage[], emit_usage[];

@@ -376,3 +376,45 @@ TEST(TIER_E2E, no_bpf_permission_is_one_line_125)
 	ASSERT_TRUE(strstr(buf, "root") != NULL, "names the fix");
 	ASSERT_EQ(strchr(buf, '\n') - buf + 1, (long)strlen(buf), "one line");
 }
+
+TEST(TIER_E2E, doctor_reports_this_host)
+{
+	const char *json = tu_tmp("doctor.json");
+	const struct json *d;
+	struct tu_result r;
+	char want[4200];
+	FILE *f;
+	int status;
+	pid_t pid;
+
+	tu_tp(&r, 30, "doctor", NULL);
+	ASSERT_EQ(r.status, 0, "taskprobe can run here");
+	snprintf(want, sizeof(want), "ok   cgroup2    %s\n", tu_cgroup_root());
+	ASSERT_TRUE(strstr(r.out, want) != NULL, "finds the cgroup2 mount this test found");
+	ASSERT_TRUE(strstr(r.out, "ok   bpf") != NULL, "BPF loads");
+	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "fits 80 columns");
+	tu_tp(&r, 30, "doctor", "--json", NULL);
+	f = fopen(json, "w");
+	if (f) {
+		fputs(r.out, f);
+		fclose(f);
+	}
+	d = tu_load_json(json);
+	ASSERT_TRUE(json_get(d, "ok") && json_get(d, "ok")->b, "--json says ok");
+	/* As nobody: BPF is refused, and doctor says so and how to fix it. */
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(json, O_WRONLY | O_TRUNC);
+
+		if (fd < 0 || dup2(fd, 1) < 0 || setgid(65534) || setuid(65534))
+			_exit(99);
+		execl(tu_bin(), tu_bin(), "doctor", (char *)NULL);
+		_exit(98);
+	}
+	tu_track_pid(pid);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid, "wait");
+	ASSERT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1, "cannot run as nobody");
+	ASSERT_TRUE(tp_read_file(json, want, sizeof(want)) > 0 &&
+			    strstr(want, "FAIL bpf        no permission: run as root"),
+		    "the missing permission and its fix");
+}

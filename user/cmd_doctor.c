@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/* `taskprobe doctor`: what this host has and lacks for taskprobe, and how to fix each. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "collector.h"
+#include "commands.h"
+
+#define TRACEFS_MAGIC 0x74726163
+#define BPF_FS_MAGIC 0xcafe4a11
+
+const char doctor_usage[] = "usage: taskprobe doctor [--json]\n"
+			    "Checks BTF, BPF permission, cgroup2, tracefs, bpffs and the kernel\n"
+			    "features taskprobe uses; says what is missing and how to fix it.\n";
+
+struct check {
+	const char *name;
+	bool ok;
+	bool required;
+	char detail[256];
+};
+
+static bool fs_is(const char *path, unsigned long magic)
+{
+	struct statfs s;
+
+	return !statfs(path, &s) && (unsigned long)s.f_type == magic;
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	struct check c[8];
+	struct collector *col;
+	char mnt[4096];
+	struct utsname u;
+	bool json = argc > 1 && !strcmp(argv[1], "--json"), bad = false;
+	int n = 0;
+
+	if (argc > 1 && !json) {
+		if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+			fputs(doctor_usage, stdout);
+			return 0;
+		}
+		tp_err("doctor: unknown option '%.64s'; see 'taskprobe doctor --help'", argv[1]);
+		return 2;
+	}
+	memset(c, 0, sizeof(c));
+	uname(&u);
+	c[n] = (struct check){ "kernel", true, false, "" };
+	snprintf(c[n++].detail, sizeof(c[0].detail), "%s %s", u.sysname, u.release);
+
+	c[n] = (struct check){ "btf", !access("/sys/kernel/btf/vmlinux", R_OK), true, "" };
+	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
+		 c[n].ok ? "/sys/kernel/btf/vmlinux"
+			 : "missing: use a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+	n++;
+
+	c[n] = (struct check){ "cgroup2", !cgroup2_mount(mnt, sizeof(mnt)), true, "" };
+	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
+		 c[n].ok ? mnt : "not mounted: mount -t cgroup2 none /sys/fs/cgroup");
+	n++;
+
+	/* The real test of permission and kernel support: load and attach everything. */
+	col = collector__open(NULL);
+	c[n] = (struct check){ "bpf", col != NULL, true, "" };
+	if (col)
+		snprintf(c[n].detail, sizeof(c[0].detail),
+			 "programs load and attach (tp_btf, task storage, ring buffer)");
+	else if (errno == EPERM)
+		snprintf(c[n].detail, sizeof(c[0].detail),
+			 "no permission: run as root (or CAP_BPF+CAP_PERFMON+CAP_SYS_ADMIN)");
+	else
+		snprintf(c[n].detail, sizeof(c[0].detail), "cannot load: %s; run -v shows why",
+			 strerror(errno));
+	n++;
+	collector__free(col);
+
+	c[n] = (struct check){ "sched_info", !access("/proc/self/schedstat", R_OK), false, "" };
+	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
+		 c[n].ok ? "run-queue latency from the kernel's stamps"
+			 : "absent (CONFIG_SCHED_INFO): wakeup programs stamp threads instead");
+	n++;
+
+	c[n] = (struct check){ "tracefs", fs_is("/sys/kernel/tracing", TRACEFS_MAGIC), false, "" };
+	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
+		 c[n].ok ? "/sys/kernel/tracing"
+			 : "not mounted (not needed): mount -t tracefs nodev /sys/kernel/tracing");
+	n++;
+
+	c[n] = (struct check){ "bpffs", fs_is("/sys/fs/bpf", BPF_FS_MAGIC), false, "" };
+	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
+		 c[n].ok ? "/sys/fs/bpf"
+			 : "not mounted (not needed by run): mount -t bpf bpf /sys/fs/bpf");
+	n++;
+
+	for (int i = 0; i < n; i++)
+		bad |= c[i].required && !c[i].ok;
+	if (json) {
+		struct jw w;
+
+		jw_init(&w, stdout, true);
+		jw_obj_begin(&w);
+		jw_key(&w, "ok");
+		jw_bool(&w, !bad);
+		jw_key(&w, "checks");
+		jw_arr_begin(&w);
+		for (int i = 0; i < n; i++) {
+			jw_obj_begin(&w);
+			jw_kstr(&w, "name", c[i].name);
+			jw_key(&w, "ok");
+			jw_bool(&w, c[i].ok);
+			jw_key(&w, "required");
+			jw_bool(&w, c[i].required);
+			jw_kstr(&w, "detail", c[i].detail);
+			jw_obj_end(&w);
+		}
+		jw_arr_end(&w);
+		jw_obj_end(&w);
+	} else {
+		for (int i = 0; i < n; i++)
+			printf("%-4s %-10s %s\n",
+			       c[i].ok	       ? "ok"
+			       : c[i].required ? "FAIL"
+					       : "--",
+			       c[i].name, c[i].detail);
+		printf("%s\n", bad ? "taskprobe cannot run here: fix the FAIL lines above"
+				   : "taskprobe can run here");
+	}
+	return bad ? 1 : 0;
+}
