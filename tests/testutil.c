@@ -177,24 +177,41 @@ int tu_tp(struct tu_result *r, int timeout_s, ...)
 	return tu_run(argv, r, timeout_s);
 }
 
+const struct json *tu_parse_json(const char *text)
+{
+	char err[128];
+	struct json *j;
+
+	if (!CHECK(text != NULL, "no JSON text"))
+		return NULL;
+	j = json_parse(text, strlen(text), err, sizeof(err));
+	if (!CHECK(j != NULL, "bad JSON: %s: %.200s", err, text))
+		return NULL;
+	if (njsons < MAX_TRACKED)
+		jsons[njsons++] = j;
+	return j;
+}
+
 const struct json *tu_load_json(const char *path)
 {
-	char err[128], *text;
-	struct json *j;
+	char *text;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (!CHECK(fd >= 0, "open %s: %s", path, strerror(errno)))
 		return NULL;
 	text = keep(slurp(fd));
 	close(fd);
-	if (!text)
-		return NULL;
-	j = json_parse(text, strlen(text), err, sizeof(err));
-	if (!CHECK(j != NULL, "%s: bad JSON: %s", path, err))
-		return NULL;
-	if (njsons < MAX_TRACKED)
-		jsons[njsons++] = j;
-	return j;
+	return tu_parse_json(text);
+}
+
+void tu_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (CHECK(f != NULL, "cannot write %s: %s", path, strerror(errno))) {
+		fputs(text, f);
+		fclose(f);
+	}
 }
 
 double tu_num(const struct json *obj, const char *key)

@@ -28,6 +28,10 @@ pid_t tu_spawn(char *const argv[]);
 const char *tu_helper(const char *name);
 /* Parses a JSON file; freed after the test. NULL (and a failed check) when bad. */
 const struct json *tu_load_json(const char *path);
+/* The same for JSON text, such as a command's --json output. */
+const struct json *tu_parse_json(const char *text);
+/* Writes text to path (a failed check when it cannot). */
+void tu_write_file(const char *path, const char *text);
 /* A number member of rec.metrics, or -1 when absent. */
 double tu_metric(const struct json *rec, const char *name);
 double tu_num(const struct json *obj, const char *key);

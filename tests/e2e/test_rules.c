@@ -8,16 +8,6 @@
 #include "testutil.h"
 #include "util.h"
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (CHECK(f != NULL, "cannot write %s", path)) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
-
 TEST(TIER_E2E, exec_rules_count_clones_and_fetches)
 {
 	const char *rules = tu_tmp("rules"), *json = tu_tmp("task.json"), *dir = tu_tmp("git");
@@ -25,10 +15,10 @@ TEST(TIER_E2E, exec_rules_count_clones_and_fetches)
 	const struct json *rec;
 	struct tu_result r;
 
-	write_text(rules, "# VCS operations by kind\n"
-			  "exec vcs.clone{kind=full} ^\\S*/git clone\\b\n"
-			  "exec vcs.clone{kind=incremental} ^\\S*/git (?:fetch|pull)\\b\n"
-			  "exec vcs.op{verb=x} ^\\S*/git (?<verb>clone|fetch)\\b\n");
+	tu_write_file(rules, "# VCS operations by kind\n"
+			     "exec vcs.clone{kind=full} ^\\S*/git clone\\b\n"
+			     "exec vcs.clone{kind=incremental} ^\\S*/git (?:fetch|pull)\\b\n"
+			     "exec vcs.op{verb=x} ^\\S*/git (?<verb>clone|fetch)\\b\n");
 	/*
 	 * Local repositories only: no network. 2 clones and 3 fetches. (A pull would run
 	 * an internal /usr/lib/git-core/git fetch too, which this regex also counts.)
@@ -59,8 +49,8 @@ TEST(TIER_E2E, output_rules_count_and_anchor)
 	const struct json *rec, *anchors;
 	struct tu_result r;
 
-	write_text(rules, "[rules]\noutput build.warning anchor ^warning: (?<what>\\w+)\n"
-			  "output build.lines .\n");
+	tu_write_file(rules, "[rules]\noutput build.warning anchor ^warning: (?<what>\\w+)\n"
+			     "output build.lines .\n");
 	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--rules", rules, "--json", json, "--", "sh",
 	      "-c",
 	      "exec 2>&1; echo start; echo 'warning: unused'; echo 'warning: unused' >&2;"
@@ -83,19 +73,19 @@ TEST(TIER_E2E, bad_rule_names_file_and_line)
 	char want[600];
 	struct tu_result r;
 
-	write_text(rules, "output ok ^fine$\n\noutput broken (unclosed\n");
+	tu_write_file(rules, "output ok ^fine$\n\noutput broken (unclosed\n");
 	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "exit status");
 	snprintf(want, sizeof(want), "taskprobe: %s:3: bad regex at offset", rules);
 	ASSERT_TRUE(!strncmp(r.err, want, strlen(want)), "names the file, line 3 and the problem");
 	ASSERT_TRUE(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "one line");
-	write_text(rules, "phase-begin - ^START (\\w+)\n");
+	tu_write_file(rules, "phase-begin - ^START (\\w+)\n");
 	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "a phase rule without (?<phase>...)");
-	write_text(rules, "input x ^a\n");
+	tu_write_file(rules, "input x ^a\n");
 	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "an unknown rule kind");
-	write_text(rules, "exec bad@name ^a\n");
+	tu_write_file(rules, "exec bad@name ^a\n");
 	tu_tp(&r, 30, "run", "--no-db", "--rules", rules, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "a bad counter name");
 }
@@ -153,14 +143,7 @@ TEST(TIER_E2E, ansible_tasks_become_phases)
 		 "        content: hello\n"
 		 "        dest: %s\n",
 		 tu_helper("burn"), out);
-	{
-		FILE *f = fopen(play, "w");
-
-		if (!CHECK(f != NULL, "playbook"))
-			return;
-		fputs(script, f);
-		fclose(f);
-	}
+	tu_write_file(play, script);
 	/* A real playbook on localhost, with the plugin as Ansible loads any callback. */
 	snprintf(script, sizeof(script),
 		 "ANSIBLE_CALLBACK_PLUGINS=%s ANSIBLE_CALLBACKS_ENABLED=taskprobe"

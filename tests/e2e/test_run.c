@@ -383,7 +383,6 @@ TEST(TIER_E2E, doctor_reports_this_host)
 	const struct json *d;
 	struct tu_result r;
 	char want[4200];
-	FILE *f;
 	int status;
 	pid_t pid;
 
@@ -394,17 +393,12 @@ TEST(TIER_E2E, doctor_reports_this_host)
 	ASSERT_TRUE(strstr(r.out, "ok   bpf") != NULL, "BPF loads");
 	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "fits 80 columns");
 	tu_tp(&r, 30, "doctor", "--json", NULL);
-	f = fopen(json, "w");
-	if (f) {
-		fputs(r.out, f);
-		fclose(f);
-	}
-	d = tu_load_json(json);
+	d = tu_parse_json(r.out);
 	ASSERT_TRUE(json_get(d, "ok") && json_get(d, "ok")->b, "--json says ok");
 	/* As nobody: BPF is refused, and doctor says so and how to fix it. */
 	pid = fork();
 	if (pid == 0) {
-		int fd = open(json, O_WRONLY | O_TRUNC);
+		int fd = open(json, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		if (fd < 0 || dup2(fd, 1) < 0 || setgid(65534) || setuid(65534))
 			_exit(99);

@@ -26,18 +26,6 @@ static void run_n_true(const char *db, const char *id, const char *label, int n)
 	CHECK(r.status == 0, "task %s: %d %s", id, r.status, r.err);
 }
 
-static const struct json *query_json(const char *out_name, struct tu_result *r)
-{
-	const char *path = tu_tmp(out_name);
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return NULL;
-	fputs(r->out, f);
-	fclose(f);
-	return tu_load_json(path);
-}
-
 static const struct json *group(const struct json *res, const char *value)
 {
 	return tu_find(json_get(res, "groups"), "value", value);
@@ -56,7 +44,7 @@ TEST(TIER_E2E, count_groups_and_sums)
 	/* Each task also execs its shell: 4 + 5 on m5.large, 6 on c5.xlarge. */
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "instance_type", "--json", NULL);
 	ASSERT_EQ(r.status, 0, "count");
-	res = query_json("count.json", &r);
+	res = tu_parse_json(r.out);
 	if (!res)
 		return;
 	ASSERT_EQ(tu_num(group(res, "m5.large"), "tasks"), 2, "m5.large tasks");
@@ -67,14 +55,14 @@ TEST(TIER_E2E, count_groups_and_sums)
 
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--label", "instance_type=c5.xlarge",
 	      "--json", NULL);
-	res = query_json("filtered.json", &r);
+	res = tu_parse_json(r.out);
 	ASSERT_EQ(tu_num(res, "sum"), 6, "--label filter");
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "host", "--host", "no-such-*",
 	      "--json", NULL);
-	res = query_json("host.json", &r);
+	res = tu_parse_json(r.out);
 	ASSERT_EQ(tu_num(res, "tasks"), 0, "--host glob that matches nothing");
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--since", "1h", "--json", NULL);
-	res = query_json("since.json", &r);
+	res = tu_parse_json(r.out);
 	ASSERT_EQ(tu_num(res, "tasks"), 3, "--since 1h");
 
 	tu_tp(&r, 30, "count", "no.such.metric", "--db", db, NULL);
@@ -86,7 +74,7 @@ TEST(TIER_E2E, count_groups_and_sums)
 	ASSERT_EQ(r.status, 1, "unknown task");
 
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
-	res = query_json("list.json", &r);
+	res = tu_parse_json(r.out);
 	ASSERT_EQ(json_len(res), 3, "list");
 	ASSERT_STREQ(json_get(json_at(res, 0), "id")->str, "t-3", "newest first");
 	tu_tp(&r, 30, "show", "t-2", "--db", db, NULL);
@@ -135,11 +123,11 @@ TEST(TIER_E2E, dead_collector_shows_lost_live_one_does_not)
 		unlink(sock);
 	}
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
-	list = query_json("list.json", &r);
+	list = tu_parse_json(r.out);
 	ASSERT_STREQ(status_of(list, "e2e-lost"), "lost", "the killed collector's task");
 	ASSERT_STREQ(status_of(list, "e2e-live"), "running", "the live one's");
 	tu_tp(&r, 30, "series", "e2e-lost", "--db", db, "--points", "4", "--json", NULL);
-	series = query_json("series.json", &r);
+	series = tu_parse_json(r.out);
 	ASSERT_EQ(json_len(json_get(series, "buckets")), 4, "--points 4 gives 4 buckets");
 	ASSERT_GE(tu_num(series, "samples"), 40, "the series flushed before the kill is kept");
 
@@ -148,7 +136,7 @@ TEST(TIER_E2E, dead_collector_shows_lost_live_one_does_not)
 	ASSERT_TRUE(waitpid(live, &st, 0) == live && WIFEXITED(st) && WEXITSTATUS(st) == 143,
 		    "live task ends on SIGTERM");
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
-	list = query_json("list2.json", &r);
+	list = tu_parse_json(r.out);
 	ASSERT_STREQ(status_of(list, "e2e-live"), "signaled", "stored end");
 	ASSERT_STREQ(status_of(list, "e2e-lost"), "lost", "still lost");
 	/* The orphaned task's processes are ours to end: through its cgroup. */
@@ -231,7 +219,7 @@ TEST(TIER_E2E, signaled_task_stored)
 	      "/bin/true; kill -9 $$", NULL);
 	ASSERT_EQ(r.status, 137, "exit status");
 	tu_tp(&r, 30, "show", "killed", "--db", db, "--json", NULL);
-	rec = query_json("show.json", &r);
+	rec = tu_parse_json(r.out);
 	ASSERT_STREQ(json_get(rec, "status")->str, "signaled", "status");
 	ASSERT_EQ(tu_num(rec, "exit_status"), 137, "exit_status");
 	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 1, "its program table");
@@ -244,13 +232,9 @@ TEST(TIER_E2E, bad_config_line_names_file_and_line)
 {
 	const char *conf = tu_tmp("taskprobe.conf");
 	struct tu_result r;
-	FILE *f = fopen(conf, "w");
 	char want[600];
 
-	if (f) {
-		fputs("retain_days = 7\nretain_days = soon\n", f);
-		fclose(f);
-	}
+	tu_write_file(conf, "retain_days = 7\nretain_days = soon\n");
 	tu_tp(&r, 30, "run", "--config", conf, "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "exit status");
 	snprintf(want, sizeof(want), "taskprobe: %s:2: retain_days", conf);
