@@ -175,62 +175,63 @@ TEST(TIER_E2E, socket_bad_lines_counted_collector_goes_on)
 	ASSERT_EQ(tu_num(user_metric(rec, "sendlines.done"), "count"), 3, "three senders closed");
 }
 
-/* Runs script with its output piped into sha256sum, with and without taskprobe. */
-static void same_output(const char *script, const char *what)
+static void shell(const char *cmd)
 {
-	char cmd[2048], with[128], without[128];
-	const char *a = tu_tmp("with.sum"), *b = tu_tmp("without.sum");
+	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 	struct tu_result r;
 
-	snprintf(cmd, sizeof(cmd), "%s run --quiet --no-db -- sh -c '%s' | sha256sum > %s",
-		 tu_bin(), script, a);
-	{
-		char *argv[] = { "sh", "-c", cmd, NULL };
+	tu_run(argv, &r, 120);
+	CHECK(r.status == 0, "'%.200s': exit %d", cmd, r.status);
+}
 
-		tu_run(argv, &r, 120);
-	}
-	snprintf(cmd, sizeof(cmd), "sh -c '%s' | sha256sum > %s", script, b);
-	{
-		char *argv[] = { "sh", "-c", cmd, NULL };
+/*
+ * Runs script twice, its output sent on by redirect (a format taking the output file):
+ * through taskprobe (record in json) and alone. The record shows taskprobe really read
+ * the output (the script's phase "seen").
+ */
+static void with_and_without(const char *script, const char *redirect, const char *json,
+			     const char *out_with, const char *out_without)
+{
+	char cmd[2048], to[600];
+	const struct json *rec;
 
-		tu_run(argv, &r, 120);
-	}
-	ASSERT_TRUE(tp_read_file(a, with, sizeof(with)) > 64 &&
-			    tp_read_file(b, without, sizeof(without)) > 64,
-		    "checksums taken");
-	CHECK(!strcmp(with, without), "%s: output differs: %.64s vs %.64s", what, with, without);
+	snprintf(to, sizeof(to), redirect, out_with);
+	snprintf(cmd, sizeof(cmd), "%s run --quiet --no-db --json %s -- sh -c '%s' %s", tu_bin(),
+		 json, script, to);
+	shell(cmd);
+	snprintf(to, sizeof(to), redirect, out_without);
+	snprintf(cmd, sizeof(cmd), "sh -c '%s' %s", script, to);
+	shell(cmd);
+	rec = tu_load_json(json);
+	CHECK(tu_find(json_get(rec, "phases"), "name", "seen") != NULL,
+	      "the output did not go through taskprobe's reader");
 }
 
 TEST(TIER_E2E, output_passes_through_byte_for_byte)
 {
+	const char *a = tu_tmp("with.sum"), *b = tu_tmp("without.sum");
+	char with[128], without[128];
+
 	/* ~100 MiB: lines, binary bytes, a 100 KiB line, markers, no final newline. */
-	same_output("seq 1 12500000; head -c 4000000 /dev/zero | tr \"\\\\000\" \"\\\\377\";"
-		    " head -c 102400 /dev/zero | tr \"\\\\000\" x; echo;"
-		    " echo BEGIN_PHASE x; echo END_PHASE x; printf tail",
-		    "100 MiB of mixed output");
+	with_and_without("seq 1 12500000; head -c 4000000 /dev/zero | tr \"\\\\000\" \"\\\\377\";"
+			 " head -c 102400 /dev/zero | tr \"\\\\000\" x; echo;"
+			 " echo BEGIN_PHASE seen; echo END_PHASE seen; printf tail",
+			 "| sha256sum > %s", tu_tmp("task.json"), a, b);
+	ASSERT_TRUE(tp_read_file(a, with, sizeof(with)) > 64 &&
+			    tp_read_file(b, without, sizeof(without)) > 64,
+		    "checksums taken");
+	ASSERT_STREQ(with, without, "100 MiB of mixed output, byte for byte");
 }
 
 TEST(TIER_E2E, merged_stdout_stderr_keep_their_order)
 {
 	const char *with = tu_tmp("with.txt"), *without = tu_tmp("without.txt");
-	const char *script = "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2;"
-			     " i=$((i+1)); done";
-	char cmd[1024], a[16384], b[16384];
-	struct tu_result r;
+	char a[16384], b[16384];
 
-	snprintf(cmd, sizeof(cmd), "%s run --quiet --no-db -- sh -c '%s' > %s 2>&1", tu_bin(),
-		 script, with);
-	{
-		char *argv[] = { "sh", "-c", cmd, NULL };
-
-		tu_run(argv, &r, 60);
-	}
-	snprintf(cmd, sizeof(cmd), "sh -c '%s' > %s 2>&1", script, without);
-	{
-		char *argv[] = { "sh", "-c", cmd, NULL };
-
-		tu_run(argv, &r, 60);
-	}
+	/* The markers go to stderr: the one pipe carries both streams. */
+	with_and_without("echo BEGIN_PHASE seen >&2; i=0; while [ $i -lt 300 ]; do echo out$i;"
+			 " echo err$i >&2; i=$((i+1)); done; echo END_PHASE seen >&2",
+			 "> %s 2>&1", tu_tmp("task.json"), with, without);
 	ASSERT_TRUE(tp_read_file(with, a, sizeof(a)) > 1000, "output with taskprobe");
 	ASSERT_TRUE(tp_read_file(without, b, sizeof(b)) > 1000, "output without");
 	ASSERT_STREQ(a, b, "stdout and stderr interleaved as without taskprobe");
@@ -241,12 +242,8 @@ TEST(TIER_E2E, output_markers_begin_and_end_phases)
 	const char *json = tu_tmp("task.json"), *conf = tu_tmp("tp.conf");
 	const struct json *rec, *outer, *inner;
 	struct tu_result r;
-	FILE *f = fopen(conf, "w");
 
-	if (f) {
-		fputs("phase_begin_marker = ##START\nphase_end_marker = ##STOP\n", f);
-		fclose(f);
-	}
+	tu_write_file(conf, "phase_begin_marker = ##START\nphase_end_marker = ##STOP\n");
 	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c",
 	      "echo BEGIN_PHASE outer; echo 'BEGIN_PHASE inner  '; sleep 0.2;"
 	      " echo END_PHASE inner >&2; echo END_PHASE outer; echo BEGIN_PHASE 'bad name';"
@@ -325,11 +322,9 @@ TEST(TIER_E2E, perfherder_line_round_trips)
 
 TEST(TIER_E2E, series_points_carry_their_phase)
 {
-	const char *out = tu_tmp("series.json");
 	char script[1024];
 	const struct json *s, *bk;
 	struct tu_result r;
-	FILE *f;
 	int first_build = -1, last_fetch = -1;
 
 	snprintf(script, sizeof(script),
@@ -340,12 +335,7 @@ TEST(TIER_E2E, series_points_carry_their_phase)
 	      "-c", script, NULL);
 	ASSERT_EQ(r.status, 0, "exit status");
 	tu_tp(&r, 30, "series", "series-phases", "--points", "10", "--json", NULL);
-	f = fopen(out, "w");
-	if (f) {
-		fputs(r.out, f);
-		fclose(f);
-	}
-	s = tu_load_json(out);
+	s = tu_parse_json(r.out);
 	bk = json_get(s, "buckets");
 	ASSERT_EQ(json_len(bk), 10, "10 buckets");
 	for (size_t i = 0; i < json_len(bk); i++) {
