@@ -34,12 +34,9 @@ COMMIT;
 ANALYZE;
 SQL
 time_median() {
-	local runs=() t0 t1
+	local runs=()
 	for _ in 1 2 3 4 5; do
-		t0=$(now_ns)
-		"$TP" "$@" > /dev/null
-		t1=$(now_ns)
-		runs+=($(((t1 - t0) / 1000)))
+		runs+=($(elapsed_us "$TP" "$@"))
 	done
 	printf '%s\n' "${runs[@]}" | median
 }

@@ -20,6 +20,15 @@ now_ns() {
 	echo "${t}000"
 }
 
+# Runs a command (its output discarded) and prints how long it took, in microseconds.
+elapsed_us() {
+	local t0 t1
+	t0=$(now_ns)
+	"$@" > /dev/null
+	t1=$(now_ns)
+	echo $(((t1 - t0) / 1000))
+}
+
 # Turns kernel.bpf_stats_enabled on until the script exits, then back as it was; also
 # removes the files named in CLEANUP then.
 with_bpf_stats() {

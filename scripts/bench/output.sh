@@ -13,13 +13,8 @@ gen="yes 'a line of build output, about as long as the ones compilers print: 012
 on=()
 off=()
 for _ in 1 2 3 4 5; do
-	t0=$(now_ns)
-	sh -c "$gen" | cat > /dev/null
-	t1=$(now_ns)
-	"$TP" run --quiet --no-db -- sh -c "$gen" | cat > /dev/null
-	t2=$(now_ns)
-	off+=($(((t1 - t0) / 1000)))
-	on+=($(((t2 - t1) / 1000)))
+	off+=($(elapsed_us sh -c "$gen | cat"))
+	on+=($(elapsed_us sh -c "'$TP' run --quiet --no-db -- sh -c \"$gen\" | cat"))
 done
 a=$(printf '%s\n' "${on[@]}" | median)
 b=$(printf '%s\n' "${off[@]}" | median)
@@ -33,10 +28,7 @@ for i in $(seq 1 20); do
 done > "$rules"
 on=()
 for _ in 1 2 3 4 5; do
-	t0=$(now_ns)
-	"$TP" run --quiet --no-db --rules "$rules" -- sh -c "$gen" | cat > /dev/null
-	t1=$(now_ns)
-	on+=($(((t1 - t0) / 1000)))
+	on+=($(elapsed_us sh -c "'$TP' run --quiet --no-db --rules '$rules' -- sh -c \"$gen\" | cat"))
 done
 c=$(printf '%s\n' "${on[@]}" | median)
 awk -v c="$c" -v mb="$mb" 'BEGIN {

@@ -10,13 +10,8 @@ runs=${1:-21}
 with=()
 without=()
 for ((i = 0; i < runs; i++)); do
-	t0=$(now_ns)
-	/bin/true
-	t1=$(now_ns)
-	"$TP" run --quiet -- /bin/true
-	t2=$(now_ns)
-	without+=($(((t1 - t0) / 1000)))
-	with+=($(((t2 - t1) / 1000)))
+	without+=($(elapsed_us /bin/true))
+	with+=($(elapsed_us "$TP" run --quiet -- /bin/true))
 done
 w=$(printf '%s\n' "${with[@]}" | median)
 wo=$(printf '%s\n' "${without[@]}" | median)
