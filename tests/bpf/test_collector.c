@@ -491,13 +491,14 @@ out:
 static int touch_driver(void *arg)
 {
 	size_t len = 64 << 20;
-	char *p = malloc(len);
+	/* volatile: stores to memory freed right after are otherwise optimized away. */
+	volatile char *p = malloc(len);
 
 	if (!p)
 		return 1;
 	for (size_t i = 0; i < len; i += 4096)
 		p[i] = 1;
-	free(p);
+	free((void *)p);
 	return 0;
 }
 
