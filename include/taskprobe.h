@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 2
+#define TP_ABI_VERSION 3
 
 /* Tasks tracked at once by one collector (slots in the per-task maps). */
 #define TP_MAX_TASKS 1024
@@ -81,10 +81,55 @@ struct tp_global_stats {
 	__u64 events;
 };
 
+/* Why a TCP connect failed (the index into tp_net_counters.failures). */
+enum tp_connect_failure {
+	TP_CONN_REFUSED,     /* RST in answer to the SYN */
+	TP_CONN_TIMEOUT,     /* SYN retries exhausted */
+	TP_CONN_UNREACHABLE, /* ICMP unreachable, no route */
+	TP_CONN_OTHER,	     /* any other error, or abandoned before established */
+	TP_CONN_FAILURE_KINDS,
+};
+
+/* TCP figures of a task or of one of its endpoints (remote address and port). */
+struct tp_net_counters {
+	__u64 attempts; /* SYNs sent: connects started */
+	__u64 connects; /* established */
+	__u64 failures[TP_CONN_FAILURE_KINDS];
+	__u64 resets_received; /* on connections past the SYN */
+	__u64 resets_sent;
+	__u64 retransmits;
+	__u64 tx_bytes;	   /* payload acked by the peer */
+	__u64 rx_bytes;	   /* payload received */
+	__u64 http_resets; /* reset while an HTTP request waited for its response */
+};
+
+/* Per-slot network figures, shared by all CPUs and updated atomically. */
+struct tp_net_stats {
+	struct tp_net_counters tcp;
+	__u64 dns_lookups;
+	__u64 dns_failures;
+	__u64 endpoints_dropped; /* endpoint table full: counted in the totals only */
+	__u64 lat_count;
+	__u64 lat_sum_ns;
+	__u64 lat_hist[TP_HIST_SLOTS]; /* connect latency, SYN to established */
+};
+
+/* Key of the endpoint table: a task's use of one remote address and port. */
+struct tp_endpoint_key {
+	__u32 slot;
+	__u32 gen;
+	__u16 family; /* AF_INET or AF_INET6 */
+	__u16 port;   /* host order */
+	__u32 pad;
+	__u8 addr[16]; /* IPv4 in the first 4 bytes */
+};
+
 enum tp_event_type {
 	TP_EV_FORK = 1,
 	TP_EV_EXEC = 2,
 	TP_EV_EXIT = 3,
+	TP_EV_DNS = 4,
+	TP_EV_HTTP = 5,
 };
 
 struct tp_event_hdr {
@@ -124,6 +169,49 @@ struct tp_exit_event {
 	__u32 exit_code;
 	__u32 flags;
 	char comm[TP_COMM_LEN];
+};
+
+#define TP_DNS_NAME_LEN 128
+#define TP_DNS_ADDRS 8
+
+struct tp_addr {
+	__u16 family;
+	__u16 pad;
+	__u8 addr[16];
+};
+
+/* One getaddrinfo() call of a task: the name, its result code, the addresses. */
+struct tp_dns_event {
+	struct tp_event_hdr hdr;
+	__s32 ret; /* getaddrinfo's return: 0 or an EAI_* code */
+	__u32 naddrs;
+	char name[TP_DNS_NAME_LEN];
+	struct tp_addr addrs[TP_DNS_ADDRS];
+};
+
+#define TP_HTTP_HOST_LEN 64
+#define TP_HTTP_METHOD_LEN 8
+
+enum tp_http_kind {
+	TP_HTTP_RESPONSE = 0, /* status holds the response's code */
+	TP_HTTP_RESET = 1,    /* the connection was reset before the response */
+	TP_HTTP_H2 = 2,	      /* an HTTP/2 connection preface: not decoded */
+};
+
+enum tp_http_via { TP_HTTP_PLAIN, TP_HTTP_OPENSSL, TP_HTTP_GNUTLS };
+
+/*
+ * One HTTP request's outcome. Only the method, the Host header (port cut off) and
+ * the status are ever read from the traffic: never the path, other headers or bodies.
+ */
+struct tp_http_event {
+	struct tp_event_hdr hdr;
+	__u16 status;
+	__u8 kind;
+	__u8 via;
+	__u32 pad;
+	char method[TP_HTTP_METHOD_LEN];
+	char host[TP_HTTP_HOST_LEN];
 };
 
 #endif /* TASKPROBE_H */

@@ -9,7 +9,9 @@ pkgs=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev sqlite3 libpcre2-dev clang-format git ansible-core
 	libclang-rt-14-dev
 	rt-tests
-	iproute2 procps coreutils
+	iproute2 procps coreutils util-linux
+	# network tests: namespaces, SYN drops, certificates, TLS clients (OpenSSL, GnuTLS)
+	nftables openssl curl ca-certificates libssl3 libgnutls30
 )
 
 missing=()

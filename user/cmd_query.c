@@ -26,8 +26,8 @@ const char list_usage[] =
 const char show_usage[] =
 	"usage: taskprobe show ID\nOne stored task's summary (the newest with that id).\n";
 const char hist_usage[] =
-	"usage: taskprobe hist ID [NAME]\nA stored task's histograms (cpu.runq_latency, "
-	"io.latency) as text bars.\n";
+	"usage: taskprobe hist ID [NAME]\nA stored task's histograms as text bars: "
+	"cpu.runq_latency (runq),\nio.latency (io), net.tcp.connect_latency (tcp_connect).\n";
 const char series_usage[] =
 	"usage: taskprobe series ID [--points N]\n"
 	"A stored task's time series in N buckets over its life (default 20), each with\n"
@@ -36,7 +36,11 @@ const char count_usage[] =
 	"usage: taskprobe count METRIC [--since DUR] [--label K=V]... [--by LABEL]\n"
 	"                       [--host GLOB]\n"
 	"A metric summed over stored tasks, grouped by a label (host labels included:\n"
-	"host, kernel, cpu_model, ncpu, mem_total, instance_type, worker_pool).\n";
+	"host, kernel, cpu_model, ncpu, mem_total, instance_type, worker_pool).\n"
+	"  --host GLOB     for net.tcp.*, net.tx/rx_bytes and http.* metrics: only remote\n"
+	"                  hosts whose name (as the task resolved it, or the HTTP Host)\n"
+	"                  or address matches, e.g. '*.s3.amazonaws.com', '10.0.*';\n"
+	"                  for other metrics: the worker host's name\n";
 
 /* Options every query takes, plus the ones a command allows. */
 struct qopts {
@@ -430,6 +434,7 @@ int cmd_show(int argc, char **argv)
 		tp_err("the stored record of '%s' is damaged", q.args[0]);
 		goto out;
 	}
+	t.all_endpoints = true;
 	task_print_summary(stdout, &t);
 	task_record_fini(&t);
 	ret = 0;
@@ -440,8 +445,22 @@ out:
 	return ret;
 }
 
+/* Short names a user may type for the stored histograms. */
+static const char *hist_name(const char *name)
+{
+	static const char *const alias[][2] = { { "runq", "cpu.runq_latency" },
+						{ "io", "io.latency" },
+						{ "tcp_connect", "net.tcp.connect_latency" } };
+
+	for (size_t i = 0; name && i < ARRAY_SIZE(alias); i++)
+		if (!strcmp(name, alias[i][0]))
+			return alias[i][1];
+	return name;
+}
+
 int cmd_hist(int argc, char **argv)
 {
+	const char *want;
 	char a[32], b[32];
 	struct task_ref ref;
 	struct qopts q;
@@ -459,9 +478,10 @@ int cmd_hist(int argc, char **argv)
 		    "(? IS NULL OR name = ?) ORDER BY name",
 		    &st))
 		goto out;
+	want = hist_name(q.nargs > 1 ? q.args[1] : NULL);
 	sqlite3_bind_int64(st, 1, ref.tid);
-	sqlite3_bind_text(st, 2, q.nargs > 1 ? q.args[1] : NULL, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, q.nargs > 1 ? q.args[1] : NULL, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, want, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, want, -1, SQLITE_STATIC);
 	if (q.json) {
 		jw_init(&w, stdout, true);
 		jw_obj_begin(&w);
@@ -501,8 +521,9 @@ int cmd_hist(int argc, char **argv)
 		jw_obj_end(&w);
 	sqlite3_finalize(st);
 	if (!found && q.nargs > 1) {
-		tp_err("task '%s' has no histogram '%s' (cpu.runq_latency, io.latency)", q.args[0],
-		       q.args[1]);
+		tp_err("task '%s' has no histogram '%s' (cpu.runq_latency or runq, io.latency or io, "
+		       "net.tcp.connect_latency or tcp_connect)",
+		       q.args[0], q.args[1]);
 		goto out;
 	}
 	ret = 0;
@@ -643,6 +664,13 @@ static bool valid_name(const char *s)
 	return true;
 }
 
+/* Metrics stored per remote host too (the net table), which --host filters. */
+static bool is_remote_metric(const char *m)
+{
+	return !strncmp(m, "http.", 5) || !strncmp(m, "net.tcp.", 8) ||
+	       !strcmp(m, "net.tx_bytes") || !strcmp(m, "net.rx_bytes");
+}
+
 int cmd_count(int argc, char **argv)
 {
 	char sql[4096];
@@ -654,6 +682,7 @@ int cmd_count(int argc, char **argv)
 	long tasks = 0;
 	int rc = parse_query(argc, argv, "since label by host", 1, 1, count_usage, &q), i,
 	    ret = EXIT_RUNTIME;
+	bool remote;
 
 	if (rc)
 		return rc > 0 ? 0 : EXIT_USAGE;
@@ -663,6 +692,7 @@ int cmd_count(int argc, char **argv)
 		       valid_name(q.args[0]) ? q.by : q.args[0]);
 		return EXIT_USAGE;
 	}
+	remote = q.host && is_remote_metric(q.args[0]);
 	s = open_db(&q);
 	if (!s)
 		return EXIT_RUNTIME;
@@ -677,13 +707,21 @@ int cmd_count(int argc, char **argv)
 		       q.args[0]);
 		goto out;
 	}
+	/*
+	 * By remote host: the task's rows for matching hosts, summed per task first so
+	 * that TASKS counts tasks. An endpoint's names are comma-separated.
+	 */
 	snprintf(sql, sizeof(sql),
-		 "SELECT %s, COUNT(*), SUM(m.value) FROM metrics m JOIN tasks t ON t.tid = m.task"
-		 "%s WHERE m.name = ? AND t.start_ns >= ?",
+		 "SELECT %s, COUNT(*), SUM(m.value) FROM %s m JOIN tasks t ON t.tid = m.task"
+		 "%s WHERE m.name = ?1 AND t.start_ns >= ?4",
 		 q.by ? "COALESCE(g.value, '(none)')" : "'all'",
-		 q.by ? " LEFT JOIN labels g ON g.task = m.task AND g.key = ?" : "");
+		 remote ? "(SELECT task, name, SUM(value) AS value FROM net WHERE name = ?1 AND"
+			  " ((',' || host || ',') GLOB ('*,' || ?2 || ',*') OR address GLOB ?2)"
+			  " GROUP BY task)"
+			: "metrics",
+		 q.by ? " LEFT JOIN labels g ON g.task = m.task AND g.key = ?3" : "");
 	filter_sql(sql, sizeof(sql), "m.task", q.nfilters);
-	if (q.host)
+	if (q.host && !remote)
 		strncat(sql,
 			" AND EXISTS (SELECT 1 FROM labels h WHERE h.task = m.task AND h.key = "
 			"'host' AND h.value GLOB ?)",
@@ -691,13 +729,13 @@ int cmd_count(int argc, char **argv)
 	strncat(sql, " GROUP BY 1 ORDER BY 3 DESC", sizeof(sql) - strlen(sql) - 1);
 	if (prepare(s, sql, &st))
 		goto out;
-	i = 1;
-	if (q.by)
-		sqlite3_bind_text(st, i++, q.by, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, i++, q.args[0], -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, i++, since_cutoff(&q));
-	i = bind_filters(st, i, &q);
-	if (q.host)
+	/* ?1 metric, ?2 host glob, ?3 --by label, ?4 since; then the filters' own. */
+	sqlite3_bind_text(st, 1, q.args[0], -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, q.host ? q.host : "*", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, q.by ? q.by : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, since_cutoff(&q));
+	i = bind_filters(st, 5, &q);
+	if (q.host && !remote)
 		sqlite3_bind_text(st, i++, q.host, -1, SQLITE_STATIC);
 	if (q.json) {
 		jw_init(&w, stdout, true);

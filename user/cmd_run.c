@@ -894,6 +894,7 @@ static int run_task(struct run_opts *o)
 		sampler__flush(&sampler);
 	rec.peak_cores = (double)sampler.peak_millicores / 1000.0;
 	collector__read(c, slot, &rec.fig);
+	collector__net(c, slot, &cfg.http_ports, &rec.net);
 	progs = collector__programs(c, slot, &nprogs);
 	task_set_programs(&rec, progs, nprogs);
 	rec.lost_total = collector__lost_total(c);

@@ -2,12 +2,15 @@
 /* The collector core: BPF lifecycle, task slots, ring-buffer drain and figure reads. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -15,11 +18,15 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "htab.h"
+#include "net.h"
 #include "taskprobe.skel.h"
 #include "util.h"
 
 #define DEFAULT_RINGBUF_BYTES (4u << 20)
 #define MAX_PROGRAMS 4096
+/* Library copies probed at once (a container brings its own), and scans queued. */
+#define MAX_LIBS 64
+#define MAX_SCANS 1024
 
 _Static_assert(sizeof(struct tp_cgroup_info) == 8, "ABI: tp_cgroup_info");
 _Static_assert(sizeof(struct tp_event_hdr) == 32, "ABI: tp_event_hdr");
@@ -55,6 +62,25 @@ struct slot {
 	struct htab prog_index; /* hash of path -> index + 1 */
 	struct htab procs;	/* tgid -> struct proc_info */
 	__u64 events;
+	struct net_acc net;
+	struct bpf_link *skb_links[2]; /* plaintext HTTP: the task cgroup's packets */
+};
+
+enum lib_kind { LIB_C, LIB_SSL, LIB_GNUTLS, LIB_KINDS };
+
+/* The libraries whose calls are probed, by file name as the dynamic linker maps them. */
+static const char *const lib_names[LIB_KINDS] = { "libc.so.6", "libssl.so.3", "libgnutls.so.30" };
+
+struct lib_copy {
+	dev_t dev;
+	ino_t ino;
+};
+
+/* A process whose mappings are looked at for library copies, once due. */
+struct lib_scan {
+	__u64 due_ns;
+	int tgid;
+	int left; /* scans still to do */
 };
 
 struct collector {
@@ -66,6 +92,13 @@ struct collector {
 	__u64 stale_events;
 	collector_exec_fn exec_fn;
 	void *exec_ctx;
+	struct lib_copy libs[MAX_LIBS];
+	int nlibs;
+	struct bpf_link **links; /* uprobes */
+	size_t nlinks;
+	struct lib_scan scans[MAX_SCANS];
+	int nscans;
+	__u64 lib_attach_errors;
 	struct slot slots[TP_MAX_TASKS];
 };
 
@@ -89,6 +122,9 @@ static bool kernel_stamps_queueing(void)
 
 static void slot_reset(struct slot *s)
 {
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(s->skb_links[i]);
+	net_acc__fini(&s->net);
 	free(s->progs);
 	htab__fini(&s->prog_index);
 	htab__fini(&s->procs);
@@ -156,6 +192,25 @@ static void on_fork(struct slot *s, const struct tp_fork_event *e)
 	}
 }
 
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/*
+ * A new program maps its libraries after the exec event, and may dlopen one much
+ * later: its mappings are looked at 50 ms, 300 ms and 2 s after the exec.
+ */
+static void queue_lib_scan(struct collector *c, int tgid)
+{
+	if (c->nscans >= MAX_SCANS)
+		return;
+	c->scans[c->nscans++] = (struct lib_scan){ mono_ns() + 50000000ull, tgid, 3 };
+}
+
 static void on_exec(struct collector *c, int slot, struct slot *s, const struct tp_exec_event *e)
 {
 	struct proc_info *pi = htab__put(&s->procs, e->hdr.tgid);
@@ -173,6 +228,7 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 		s->progs[prog - 1].execs++;
 	pi->prog = prog;
 	pi->base_runtime = e->runtime_ns;
+	queue_lib_scan(c, (int)e->hdr.tgid);
 	if (c->exec_fn)
 		c->exec_fn(c->exec_ctx, slot, path, e->args,
 			   e->args_len < TP_ARGS_LEN ? e->args_len : TP_ARGS_LEN,
@@ -225,6 +281,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if (size >= sizeof(struct tp_exit_event))
 			on_exit_(s, data);
 		break;
+	case TP_EV_DNS:
+		if (size >= sizeof(struct tp_dns_event))
+			net_acc__dns(&s->net, data);
+		break;
+	case TP_EV_HTTP:
+		if (size >= sizeof(struct tp_http_event))
+			net_acc__http(&s->net, data);
+		break;
 	}
 	return 0;
 }
@@ -233,6 +297,159 @@ void collector__on_exec(struct collector *c, collector_exec_fn fn, void *ctx)
 {
 	c->exec_fn = fn;
 	c->exec_ctx = ctx;
+}
+
+struct probe {
+	enum lib_kind lib;
+	const char *func;
+	bool ret;
+};
+
+static const struct probe probes[] = {
+	{ LIB_C, "getaddrinfo", false },
+	{ LIB_C, "getaddrinfo", true },
+	{ LIB_SSL, "SSL_write", false },
+	{ LIB_SSL, "SSL_write_ex", false },
+	{ LIB_SSL, "SSL_read", false },
+	{ LIB_SSL, "SSL_read", true },
+	{ LIB_SSL, "SSL_read_ex", false },
+	{ LIB_SSL, "SSL_read_ex", true },
+	{ LIB_GNUTLS, "gnutls_record_send", false },
+	{ LIB_GNUTLS, "gnutls_record_recv", false },
+	{ LIB_GNUTLS, "gnutls_record_recv", true },
+};
+
+static struct bpf_program *probe_prog(struct collector *c, const struct probe *p)
+{
+	struct taskprobe_bpf *k = c->skel;
+
+	if (p->ret)
+		return p->lib == LIB_C ? k->progs.tp_getaddrinfo_ret : k->progs.tp_tls_read_ret;
+	if (p->lib == LIB_C)
+		return k->progs.tp_getaddrinfo;
+	if (p->lib == LIB_GNUTLS)
+		return strstr(p->func, "send") ? k->progs.tp_gnutls_send : k->progs.tp_gnutls_recv;
+	if (strstr(p->func, "write"))
+		return k->progs.tp_ssl_write;
+	return strstr(p->func, "_ex") ? k->progs.tp_ssl_read_ex : k->progs.tp_ssl_read;
+}
+
+/* Probes one copy of a library (a path that opens it); each copy once, by inode. */
+static void attach_lib(struct collector *c, enum lib_kind lib, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	for (int i = 0; i < c->nlibs; i++)
+		if (c->libs[i].dev == st.st_dev && c->libs[i].ino == st.st_ino)
+			return;
+	if (c->nlibs >= MAX_LIBS) {
+		c->lib_attach_errors++;
+		return;
+	}
+	c->libs[c->nlibs++] = (struct lib_copy){ st.st_dev, st.st_ino };
+	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = probes[i].func,
+			    .retprobe = probes[i].ret);
+		struct bpf_link *l, **grown;
+
+		if (probes[i].lib != lib)
+			continue;
+		l = bpf_program__attach_uprobe_opts(probe_prog(c, &probes[i]), -1, path, 0, &uo);
+		if (!l) {
+			c->lib_attach_errors++;
+			tp_verbose_log("cannot probe %s in %s: %s", probes[i].func, path,
+				       strerror(errno));
+			continue;
+		}
+		grown = realloc(c->links, (c->nlinks + 1) * sizeof(*grown));
+		if (!grown) {
+			bpf_link__destroy(l);
+			continue;
+		}
+		c->links = grown;
+		c->links[c->nlinks++] = l;
+	}
+}
+
+static int lib_kind_of(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (int k = 0; k < LIB_KINDS; k++)
+		if (!strcmp(base, lib_names[k]))
+			return k;
+	return -1;
+}
+
+/* The library copies a process has mapped, reached through its root (containers). */
+static void scan_process_libs(struct collector *c, int tgid)
+{
+	char maps[64], line[PATH_MAX + 128], path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", tgid);
+	f = fopen(maps, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		int kind;
+
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = '\0';
+		kind = lib_kind_of(p);
+		if (kind < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", tgid, p);
+		attach_lib(c, (enum lib_kind)kind, path);
+	}
+	fclose(f);
+}
+
+/* The host's own copies, and the one this process uses, probed at start. */
+static void attach_host_libs(struct collector *c)
+{
+	static const char *const dirs[] = { "/lib/x86_64-linux-gnu",
+					    "/usr/lib/x86_64-linux-gnu",
+					    "/lib/aarch64-linux-gnu",
+					    "/usr/lib/aarch64-linux-gnu",
+					    "/lib64",
+					    "/usr/lib64",
+					    "/lib",
+					    "/usr/lib" };
+	char path[PATH_MAX];
+
+	scan_process_libs(c, getpid());
+	for (int k = 0; k < LIB_KINDS; k++)
+		for (size_t d = 0; d < ARRAY_SIZE(dirs); d++) {
+			snprintf(path, sizeof(path), "%s/%s", dirs[d], lib_names[k]);
+			attach_lib(c, (enum lib_kind)k, path);
+		}
+}
+
+static void run_lib_scans(struct collector *c)
+{
+	__u64 now = mono_ns();
+
+	for (int i = 0; i < c->nscans;) {
+		struct lib_scan *s = &c->scans[i];
+
+		if (s->due_ns > now) {
+			i++;
+			continue;
+		}
+		scan_process_libs(c, s->tgid);
+		if (--s->left > 0) {
+			s->due_ns = now + (s->left == 2 ? 250000000ull : 1700000000ull);
+			i++;
+		} else {
+			*s = c->scans[--c->nscans];
+		}
+	}
 }
 
 struct collector *collector__open(const struct collector_opts *opts)
@@ -287,6 +504,7 @@ struct collector *collector__open(const struct collector_opts *opts)
 		err = -errno;
 		goto cleanup;
 	}
+	attach_host_libs(c);
 	return c;
 
 cleanup:
@@ -300,9 +518,12 @@ void collector__free(struct collector *c)
 	if (!c)
 		return;
 	ring_buffer__free(c->rb);
-	taskprobe_bpf__destroy(c->skel);
 	for (int i = 0; i < TP_MAX_TASKS; i++)
 		slot_reset(&c->slots[i]);
+	for (size_t i = 0; i < c->nlinks; i++)
+		bpf_link__destroy(c->links[i]);
+	free(c->links);
+	taskprobe_bpf__destroy(c->skel);
 	free(c->percpu_buf);
 	free(c);
 }
@@ -311,11 +532,13 @@ static int zero_slot_maps(struct collector *c, __u32 slot)
 {
 	struct bpf_map *percpu[] = { c->skel->maps.cpu_stats, c->skel->maps.io_stats };
 	struct bpf_map *shared[] = { c->skel->maps.proc_stats, c->skel->maps.ioac_stats,
-				     c->skel->maps.mem_stats, c->skel->maps.phase_peak };
-	char zero[sizeof(struct tp_proc_stats)] = { 0 };
+				     c->skel->maps.mem_stats, c->skel->maps.phase_peak,
+				     c->skel->maps.net_stats };
+	char zero[sizeof(struct tp_net_stats)] = { 0 };
 
-	_Static_assert(sizeof(struct tp_proc_stats) >= sizeof(struct tp_ioac_stats) &&
-			       sizeof(struct tp_proc_stats) >= sizeof(struct tp_mem_stats),
+	_Static_assert(sizeof(struct tp_net_stats) >= sizeof(struct tp_proc_stats) &&
+			       sizeof(struct tp_net_stats) >= sizeof(struct tp_ioac_stats) &&
+			       sizeof(struct tp_net_stats) >= sizeof(struct tp_mem_stats),
 		       "zero buffer too small");
 	memset(c->percpu_buf, 0, (size_t)c->ncpus * PERCPU_VALUE_MAX);
 	for (size_t i = 0; i < ARRAY_SIZE(percpu); i++)
@@ -358,6 +581,24 @@ static int add_cgroup_tree(struct collector *c, const char *path, const struct t
 	}
 	closedir(d);
 	return err;
+}
+
+/* Plaintext HTTP is read from the task cgroup's own packets (and its descendants'). */
+static void attach_skb(struct collector *c, struct slot *s, const char *path)
+{
+	struct bpf_program *progs[2] = { c->skel->progs.tp_http_egress,
+					 c->skel->progs.tp_http_ingress };
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		s->skb_links[i] = bpf_program__attach_cgroup(progs[i], fd);
+		if (!s->skb_links[i])
+			tp_verbose_log("cannot attach %s to %s: %s", bpf_program__name(progs[i]),
+				       path, strerror(errno));
+	}
+	close(fd);
 }
 
 int collector__track(struct collector *c, const char *path)
@@ -407,10 +648,102 @@ int collector__track(struct collector *c, const char *path)
 		collector__untrack(c, slot);
 		return err;
 	}
+	attach_skb(c, s, path);
 	return slot;
 
 fail:
 	slot_reset(s);
+	return err;
+}
+
+/*
+ * Walks the endpoint rows of one use of a slot: fn gets each; returns how many.
+ * Rows of other slots are skipped, so the walk costs the table's size.
+ */
+static size_t walk_endpoints(struct collector *c, __u32 slot, __u32 gen,
+			     void (*fn)(void *ctx, const struct tp_endpoint_key *k,
+					const struct tp_net_counters *v),
+			     void *ctx)
+{
+	int fd = bpf_map__fd(c->skel->maps.endpoints);
+	struct tp_endpoint_key key, next;
+	struct tp_net_counters v;
+	size_t n = 0;
+	int err = bpf_map_get_next_key(fd, NULL, &next);
+
+	while (!err) {
+		key = next;
+		err = bpf_map_get_next_key(fd, &key, &next);
+		if (key.slot != slot || key.gen != gen || bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		n++;
+		if (fn)
+			fn(ctx, &key, &v);
+	}
+	return n;
+}
+
+struct ep_list {
+	struct tp_endpoint_key *keys;
+	struct tp_net_counters *vals;
+	size_t n, cap;
+	int fd;
+};
+
+static void ep_collect(void *ctx, const struct tp_endpoint_key *k, const struct tp_net_counters *v)
+{
+	struct ep_list *l = ctx;
+
+	if (l->n == l->cap)
+		return;
+	l->keys[l->n] = *k;
+	l->vals[l->n++] = *v;
+}
+
+static void delete_endpoints(struct collector *c, __u32 slot, __u32 gen)
+{
+	struct ep_list l = { 0 };
+	size_t n = walk_endpoints(c, slot, gen, NULL, NULL);
+
+	l.keys = calloc(n ? n : 1, sizeof(*l.keys));
+	l.vals = calloc(n ? n : 1, sizeof(*l.vals));
+	l.cap = l.keys && l.vals ? n : 0;
+	walk_endpoints(c, slot, gen, ep_collect, &l);
+	for (size_t i = 0; i < l.n; i++)
+		bpf_map_delete_elem(bpf_map__fd(c->skel->maps.endpoints), &l.keys[i]);
+	free(l.keys);
+	free(l.vals);
+}
+
+int collector__net(struct collector *c, int slot, const struct http_ports *ports,
+		   struct net_figures *out)
+{
+	struct tp_net_stats st;
+	struct ep_list l = { 0 };
+	__u32 key = (__u32)slot;
+	struct slot *s;
+	size_t n;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+		return -EINVAL;
+	s = &c->slots[slot];
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &st))
+		return -errno;
+	n = walk_endpoints(c, key, s->gen, NULL, NULL);
+	l.keys = calloc(n ? n : 1, sizeof(*l.keys));
+	l.vals = calloc(n ? n : 1, sizeof(*l.vals));
+	if (!l.keys || !l.vals) {
+		free(l.keys);
+		free(l.vals);
+		return -ENOMEM;
+	}
+	l.cap = n;
+	walk_endpoints(c, key, s->gen, ep_collect, &l);
+	err = net_figures_build(out, &st, l.keys, l.vals, l.n, &s->net, ports);
+	free(l.keys);
+	free(l.vals);
 	return err;
 }
 
@@ -443,6 +776,7 @@ int collector__untrack(struct collector *c, int slot)
 		if (!found)
 			break;
 	}
+	delete_endpoints(c, (__u32)slot, c->slots[slot].gen);
 	slot_reset(&c->slots[slot]);
 	return 0;
 }
@@ -456,6 +790,8 @@ int collector__poll(struct collector *c, int timeout_ms)
 {
 	int n = ring_buffer__poll(c->rb, timeout_ms);
 
+	if (c->nscans)
+		run_lib_scans(c);
 	if (n == -EINTR)
 		return 0;
 	return n < 0 ? n : 0;

@@ -96,6 +96,15 @@ int collector__read(struct collector *c, int slot, struct task_figures *out);
 __s64 collector__take_peak(struct collector *c, int slot);
 /* The task's program table, in no particular order; valid until the next poll or untrack. */
 const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n);
+struct http_ports;
+struct net_figures;
+/*
+ * The task's network figures (free with net_figures_fini). Refused and timed-out
+ * connects to ports in ports count as HTTP failures.
+ */
+int collector__net(struct collector *c, int slot, const struct http_ports *ports,
+		   struct net_figures *out);
+
 /* Events no task could take (full ring buffer), over the collector's life. */
 __u64 collector__lost_total(struct collector *c);
 

@@ -20,6 +20,7 @@ void config_defaults(struct config *c)
 	c->max_db_mb = 1024;
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
+	http_ports_default(&c->http_ports);
 }
 
 static char *trim(char *s)
@@ -69,6 +70,8 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		*why = "db takes an absolute path";
 		return val[0] == '/' ? set_str(c->db, sizeof(c->db), val) : -EINVAL;
 	}
+	if (!strcmp(key, "http_ports"))
+		return http_ports_parse(&c->http_ports, val, why);
 	if (!strcmp(key, "instance_type")) {
 		*why = "instance_type takes 1 to 127 printable characters";
 		return set_str(c->instance_type, sizeof(c->instance_type), val);
@@ -86,7 +89,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return set_str(out, sizeof(c->phase_begin_marker), val);
 	}
 	*why = "unknown key (known: db, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker)";
+	       "phase_begin_marker, phase_end_marker, http_ports)";
 	return -EINVAL;
 }
 

@@ -5,6 +5,8 @@
 
 #include <limits.h>
 
+#include "net.h"
+
 #define TP_DEFAULT_CONFIG "/etc/taskprobe/taskprobe.conf"
 #define TP_DEFAULT_DB "/var/lib/taskprobe/taskprobe.db"
 
@@ -16,6 +18,7 @@ struct config {
 	char worker_pool[128];
 	char phase_begin_marker[64]; /* an output line "MARKER name" begins a phase */
 	char phase_end_marker[64];
+	struct http_ports http_ports; /* refused/timed-out connects there are HTTP failures */
 };
 
 void config_defaults(struct config *c);

@@ -43,6 +43,11 @@ static const char *const migrations[STORE_SCHEMA] = {
 	"CREATE TABLE histograms (task INTEGER NOT NULL REFERENCES tasks(tid) ON DELETE CASCADE,"
 	" name TEXT NOT NULL, unit TEXT NOT NULL, count INTEGER NOT NULL, sum INTEGER NOT NULL,"
 	" slots BLOB NOT NULL, PRIMARY KEY (task, name)) WITHOUT ROWID;",
+	/* 3: network and HTTP figures by remote host (names resolved, address, port) */
+	"CREATE TABLE net (task INTEGER NOT NULL REFERENCES tasks(tid) ON DELETE CASCADE,"
+	" host TEXT NOT NULL, address TEXT NOT NULL, port INTEGER NOT NULL, name TEXT NOT NULL,"
+	" value REAL NOT NULL, PRIMARY KEY (task, host, address, port, name)) WITHOUT ROWID;"
+	"CREATE INDEX net_name ON net(name, task);",
 };
 
 static int db_error(struct store *s, const char *what)
@@ -344,6 +349,86 @@ int store__replace_series(struct store *s, __s64 tid, const void *blob, size_t l
 	return exec(s, "COMMIT") ? db_error(s, "committing the series") : 0;
 }
 
+static int net_row(struct store *s, __s64 tid, const char *host, const char *addr, int port,
+		   const char *name, __u64 v)
+{
+	if (!v)
+		return 0;
+	return run_stmt(s, "INSERT OR REPLACE INTO net VALUES (?, ?, ?, ?, ?, ?)", "ittitd",
+			(long long)tid, host, addr, (long long)port, name, (double)v);
+}
+
+/* An endpoint's "10.0.0.1:443" or "[::1]:443" as address and port. */
+static int split_address(const char *address, char *ip, size_t len)
+{
+	const char *colon = strrchr(address, ':');
+	size_t n = colon ? (size_t)(colon - address) : strlen(address);
+
+	if (address[0] == '[' && n >= 2 && address[n - 1] == ']') {
+		address++;
+		n -= 2;
+	}
+	snprintf(ip, len, "%.*s", (int)n, address);
+	return colon ? atoi(colon + 1) : 0;
+}
+
+/* Every endpoint's and HTTP host's non-zero figures, queryable by host (count --host). */
+static int write_net(struct store *s, __s64 tid, const struct net_figures *nf)
+{
+	static const char *const cls[6] = { "other", "1xx", "2xx", "3xx", "4xx", "5xx" };
+	char name[96], ip[64];
+	int err = 0;
+
+	for (size_t i = 0; i < nf->neps && !err; i++) {
+		const struct net_endpoint *e = &nf->eps[i];
+		const struct tp_net_counters *c = &e->c;
+		int port = split_address(e->address, ip, sizeof(ip));
+		__u64 failed = 0;
+		const struct {
+			const char *name;
+			__u64 v;
+		} rows[] = {
+			{ "net.tcp.connect_attempts", c->attempts },
+			{ "net.tcp.connects", c->connects },
+			{ "net.tcp.resets_received", c->resets_received },
+			{ "net.tcp.resets_sent", c->resets_sent },
+			{ "net.tcp.retransmits", c->retransmits },
+			{ "net.tx_bytes", c->tx_bytes },
+			{ "net.rx_bytes", c->rx_bytes },
+		};
+
+		for (size_t r = 0; r < ARRAY_SIZE(rows) && !err; r++)
+			err = net_row(s, tid, e->names, ip, port, rows[r].name, rows[r].v);
+		for (int k = 0; k < TP_CONN_FAILURE_KINDS && !err; k++) {
+			snprintf(name, sizeof(name), "net.tcp.connect_failures.%s",
+				 connect_failure_names[k]);
+			err = net_row(s, tid, e->names, ip, port, name, c->failures[k]);
+			failed += c->failures[k];
+		}
+		if (!err)
+			err = net_row(s, tid, e->names, ip, port, "net.tcp.connect_failures",
+				      failed);
+	}
+	for (size_t i = 0; i < nf->nhosts && !err; i++) {
+		const struct http_host *h = &nf->hosts[i];
+		__u64 failed = 0;
+
+		err = net_row(s, tid, h->host, "", 0, "http.requests", h->requests);
+		for (int c = 0; c < 6 && !err; c++) {
+			snprintf(name, sizeof(name), "http.requests.%s", cls[c]);
+			err = net_row(s, tid, h->host, "", 0, name, h->classes[c]);
+		}
+		for (int k = 0; k < HTTP_FAIL_KINDS && !err; k++) {
+			snprintf(name, sizeof(name), "http.failures.%s", http_failure_names[k]);
+			err = net_row(s, tid, h->host, "", 0, name, h->failures[k]);
+			failed += h->failures[k];
+		}
+		if (!err)
+			err = net_row(s, tid, h->host, "", 0, "http.failures", failed);
+	}
+	return err;
+}
+
 static int write_hist(struct store *s, __s64 tid, const char *name, const struct tp_hist *h)
 {
 	return run_stmt(s, "INSERT OR REPLACE INTO histograms VALUES (?, ?, 'ns', ?, ?, ?)",
@@ -397,6 +482,10 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 		err = write_hist(s, tid, "cpu.runq_latency", &t->fig.runq);
 	if (!err)
 		err = write_hist(s, tid, "io.latency", &t->fig.io_latency);
+	if (!err)
+		err = write_hist(s, tid, "net.tcp.connect_latency", &t->net.connect_latency);
+	if (!err)
+		err = write_net(s, tid, &t->net);
 	free(record);
 	if (err) {
 		exec(s, "ROLLBACK");

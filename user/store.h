@@ -15,7 +15,7 @@
 
 #include "task.h"
 
-#define STORE_SCHEMA 2
+#define STORE_SCHEMA 3
 
 struct store;
 

@@ -72,6 +72,7 @@ void task_record_fini(struct task_record *t)
 	free(t->progs);
 	t->progs = NULL;
 	t->nprogs = 0;
+	net_figures_fini(&t->net);
 }
 
 static double avg_cores(const struct task_record *t)
@@ -236,6 +237,7 @@ void task_print_summary(FILE *f, const struct task_record *t)
 		(unsigned long long)g->forks, (unsigned long long)g->execs,
 		(unsigned long long)g->failed_exits, (long long)g->max_alive);
 	print_io_mem(f, t);
+	net_print_summary(f, &t->net, t->all_endpoints);
 	print_phases(f, t);
 	if (t->um && (t->um->n || t->um->accepted || um_table__rejected_total(t->um)))
 		fprintf(f,
@@ -363,6 +365,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "io.blk_write_bytes", g->io_blk_write_bytes);
 	jw_ku64(w, "mem.peak_bytes", task_mem_peak(t, &mem_src));
 	jw_ku64(w, "lost_events", g->lost_events);
+	net_write_metrics(w, &t->net);
 	write_user_metric_values(w, t->um);
 	jw_obj_end(w);
 
@@ -379,6 +382,13 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_kstr(w, "io.write_bytes", "bpf:task ioac at thread exit");
 	jw_kstr(w, "io.ops", "bpf:block_io_start,block_rq_complete");
 	jw_kstr(w, "mem.peak_bytes", mem_src);
+	jw_kstr(w, "net.tcp",
+		"bpf:inet_sock_set_state,tcp_receive_reset,tcp_send_reset,"
+		"tcp_retransmit_skb");
+	jw_kstr(w, "net.dns", "bpf:uprobe getaddrinfo");
+	jw_kstr(w, "http",
+		"bpf:cgroup_skb (plaintext), uprobes SSL_read/write(_ex), "
+		"gnutls_record_recv/send (TLS); HTTP/1.x only");
 	jw_obj_end(w);
 }
 
@@ -460,11 +470,14 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	else
 		jw_null(w);
 	write_user_metrics(w, t->um);
+	jw_key(w, "network");
+	net_write_json(w, &t->net);
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
 	write_hist(w, "cpu.runq_latency", &t->fig.runq, "ns");
 	write_hist(w, "io.latency", &t->fig.io_latency, "ns");
+	write_hist(w, "net.tcp.connect_latency", &t->net.connect_latency, "ns");
 	jw_obj_end(w);
 
 	jw_key(w, "collector");
@@ -636,6 +649,9 @@ int task_from_json(struct task_record *t, const struct json *j)
 			t->leftover_action = (enum leftover_action)a;
 	hist_from_json(&g->runq, json_get(hists, "cpu.runq_latency"));
 	hist_from_json(&g->io_latency, json_get(hists, "io.latency"));
+	if (net_from_json(&t->net, m, json_get(j, "network"), hists))
+		return -ENOMEM;
+	hist_from_json(&t->net.connect_latency, json_get(hists, "net.tcp.connect_latency"));
 	t->lost_total = (__u64)num(json_get(j, "collector"), "lost_events_total");
 	if (phases_from_json(t, json_get(j, "phases")))
 		return -ENOMEM;

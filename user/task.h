@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "json.h"
+#include "net.h"
 #include "phases.h"
 #include "rules.h"
 #include "usermetrics.h"
@@ -46,6 +47,8 @@ struct task_record {
 	int exit_code; /* TASK_EXITED */
 	int signal;    /* TASK_SIGNALED */
 	struct task_figures fig;
+	struct net_figures net; /* owned: freed by task_record_fini */
+	bool all_endpoints;	/* the summary lists every endpoint (show), not the failing */
 	bool have_cpu_stat;
 	struct cg_cpu_stat cpu_stat;
 	bool have_memory_peak; /* the cgroup's memory.peak, preferred to BPF's */

@@ -14,6 +14,19 @@
 int tp_verbose;
 int tp_json_errors;
 
+void tp_verbose_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!tp_verbose)
+		return;
+	va_start(ap, fmt);
+	fputs("taskprobe: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
 void tp_err(const char *fmt, ...)
 {
 	char msg[1024];

@@ -153,13 +153,14 @@ TEST(TIER_E2E, socket_bad_lines_counted_collector_goes_on)
 		snprintf(tags + len, sizeof(tags) - len, "%sk%d:v", i ? "," : "", i);
 	}
 	/* One datagram of bad lines, each refused for its own reason, then a good one. */
-	snprintf(script, sizeof(script),
-		 "S=%s; N=%s; $S 1 'nocolon\\nx:abc|c\\nx:1|q\\nx:nan|c\\nx:1|c|#a\\nx:1|c|#%s\\n%s\\n"
-		 "cpu.time_ns:5|c\\nphase:end:nope\\nbad name:1|c' &&"
-		 " i=0; while [ $i -lt 1001 ]; do echo \"n$i:1|c\"; i=$((i+1)); done > \"$N\" &&"
-		 " $S 1 \"$(cat \"$N\" | tr '\\n' '|' | sed 's/|c|/|c\\\\n/g')\" &&"
-		 " $S 1 'good:2|c'",
-		 tu_helper("sendlines"), tu_tmp("names"), tags, longline);
+	snprintf(
+		script, sizeof(script),
+		"S=%s; N=%s; $S 1 'nocolon\\nx:abc|c\\nx:1|q\\nx:nan|c\\nx:1|c|#a\\nx:1|c|#%s\\n%s\\n"
+		"cpu.time_ns:5|c\\nphase:end:nope\\nbad name:1|c' &&"
+		" i=0; while [ $i -lt 1001 ]; do echo \"n$i:1|c\"; i=$((i+1)); done > \"$N\" &&"
+		" $S 1 \"$(cat \"$N\" | tr '\\n' '|' | sed 's/|c|/|c\\\\n/g')\" &&"
+		" $S 1 'good:2|c'",
+		tu_helper("sendlines"), tu_tmp("names"), tags, longline);
 	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", script, NULL);
 	ASSERT_EQ(r.status, 0, "exit status");
 	rec = tu_load_json(json);

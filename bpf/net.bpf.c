@@ -1,0 +1,822 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Network programs: TCP connects, failures, resets, retransmits and bytes per task
+ * and per endpoint; getaddrinfo() lookups; HTTP request outcomes from plaintext
+ * packets (cgroup_skb) and from TLS libraries' read/write calls (uprobes).
+ *
+ * A socket is tied to its task when the task connects it (SYN_SENT, process
+ * context). Later events, in softirq or timer context, find the task through the
+ * socket's storage, never through the current task.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "maps.bpf.h"
+#include "bits.bpf.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+#define ECONNREFUSED 111
+#define ECONNRESET 104
+#define ETIMEDOUT 110
+#define EHOSTUNREACH 113
+#define ENETUNREACH 101
+#define EHOSTDOWN 112
+#define ENETDOWN 100
+
+/* Bytes of a request or response looked at: the method and Host must be within. */
+#define HTTP_SCAN 512
+#define HTTP_PENDING_MAX 64
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, struct tp_net_stats);
+} net_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tp_endpoint_key);
+	__type(value, struct tp_net_counters);
+} endpoints SEC(".maps");
+
+/* A connected socket of a task: which endpoint, and what was already charged. */
+struct tp_sock {
+	struct tp_endpoint_key ep;
+	__u64 syn_ns;
+	__s32 syn_err; /* the error reported while connecting (the app may take it first) */
+	__u32 pad;
+	__u64 tx_charged;
+	__u64 rx_charged;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_sock);
+} socks SEC(".maps");
+
+/* An HTTP connection: a TLS handle in a process, or a plaintext socket (by cookie). */
+struct http_key {
+	__u64 owner; /* tgid for TLS handles, 0 for sockets */
+	__u64 handle;
+};
+
+struct http_conn {
+	__u32 slot;
+	__u32 gen;
+	__u32 pending;	/* requests sent and not yet answered */
+	__u32 last_seq; /* TCP sequence of the last plaintext request: retransmits once */
+	__u8 via;
+	__u8 h2;
+	__u8 pad[6];
+	char method[TP_HTTP_METHOD_LEN];
+	char host[TP_HTTP_HOST_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct http_key);
+	__type(value, struct http_conn);
+} http_conns SEC(".maps");
+
+/* A TLS read in flight on a thread: where the plaintext will land. */
+struct tls_read {
+	struct http_key conn;
+	__u64 buf;
+	__u64 nread_ptr; /* SSL_read_ex's size_t *readbytes, else 0 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct tls_read);
+} tls_reads SEC(".maps");
+
+struct dns_call {
+	__u64 node;
+	__u64 res;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct dns_call);
+} dns_calls SEC(".maps");
+
+struct scan_buf {
+	char b[HTTP_SCAN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scan_buf);
+} scan SEC(".maps");
+
+static __always_inline bool slot_current(__u32 slot, __u32 gen)
+{
+	__u32 *g = bpf_map_lookup_elem(&slot_gen, &slot);
+
+	return g && *g == gen;
+}
+
+static __always_inline void add(__u64 *p, __u64 n)
+{
+	__sync_fetch_and_add(p, n);
+}
+
+/* Adds to the task's totals and to the endpoint's row (made on first use). */
+#define NET_ADD(ep, field, n)                                                                      \
+	do {                                                                                       \
+		__u32 __slot = (ep)->slot;                                                         \
+		struct tp_net_stats *__ns = bpf_map_lookup_elem(&net_stats, &__slot);              \
+		struct tp_net_counters *__c = bpf_map_lookup_elem(&endpoints, (ep));               \
+		if (__ns)                                                                          \
+			add(&__ns->tcp.field, (n));                                                \
+		if (!__c) {                                                                        \
+			struct tp_net_counters __z = {};                                           \
+			if (bpf_map_update_elem(&endpoints, (ep), &__z, BPF_NOEXIST) == -E2BIG &&  \
+			    __ns)                                                                  \
+				add(&__ns->endpoints_dropped, 1);                                  \
+			__c = bpf_map_lookup_elem(&endpoints, (ep));                               \
+		}                                                                                  \
+		if (__c)                                                                           \
+			add(&__c->field, (n));                                                     \
+	} while (0)
+
+#define E2BIG 7
+
+static __always_inline struct tp_sock *sock_of(const struct sock *sk)
+{
+	struct tp_sock *ts = bpf_sk_storage_get(&socks, (void *)sk, 0, 0);
+
+	if (!ts || !slot_current(ts->ep.slot, ts->ep.gen))
+		return NULL;
+	return ts;
+}
+
+/* Payload bytes acked and received since last charged. */
+static __always_inline void charge_bytes(const struct sock *sk, struct tp_sock *ts)
+{
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	__u64 tx = BPF_CORE_READ(tp, bytes_acked), rx = BPF_CORE_READ(tp, bytes_received);
+
+	if (tx > ts->tx_charged) {
+		NET_ADD(&ts->ep, tx_bytes, tx - ts->tx_charged);
+		ts->tx_charged = tx;
+	}
+	if (rx > ts->rx_charged) {
+		NET_ADD(&ts->ep, rx_bytes, rx - ts->rx_charged);
+		ts->rx_charged = rx;
+	}
+}
+
+static __always_inline void connect_start(const struct sock *sk)
+{
+	struct tp_cgroup_info *ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	struct tp_sock *ts;
+
+	if (!ci)
+		return;
+	ts = bpf_sk_storage_get(&socks, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return;
+	__builtin_memset(ts, 0, sizeof(*ts));
+	ts->ep.slot = ci->slot;
+	ts->ep.gen = ci->gen;
+	ts->ep.family = sk->__sk_common.skc_family;
+	ts->ep.port = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (ts->ep.family == AF_INET)
+		__builtin_memcpy(ts->ep.addr, &sk->__sk_common.skc_daddr, 4);
+	else
+		BPF_CORE_READ_INTO(&ts->ep.addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	ts->syn_ns = bpf_ktime_get_ns();
+	NET_ADD(&ts->ep, attempts, 1);
+}
+
+static __always_inline int failure_kind(int err)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return TP_CONN_REFUSED;
+	case ETIMEDOUT:
+		return TP_CONN_TIMEOUT;
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case EHOSTDOWN:
+	case ENETDOWN:
+		return TP_CONN_UNREACHABLE;
+	default:
+		return TP_CONN_OTHER;
+	}
+}
+
+static __always_inline void connect_done(const struct sock *sk, struct tp_sock *ts, int newstate)
+{
+	__u64 lat = bpf_ktime_get_ns() - ts->syn_ns;
+	__u32 slot = ts->ep.slot;
+	struct tp_net_stats *ns;
+	int err;
+
+	if (newstate == TCP_ESTABLISHED) {
+		NET_ADD(&ts->ep, connects, 1);
+		ns = bpf_map_lookup_elem(&net_stats, &slot);
+		if (ns) {
+			add(&ns->lat_count, 1);
+			add(&ns->lat_sum_ns, lat);
+			add(&ns->lat_hist[tp_log2_slot(lat)], 1);
+		}
+		return;
+	}
+	if (newstate != TCP_CLOSE)
+		return;
+	err = sk->sk_err;
+	if (!err)
+		err = ts->syn_err;
+	switch (failure_kind(err)) {
+	case TP_CONN_REFUSED:
+		NET_ADD(&ts->ep, failures[TP_CONN_REFUSED], 1);
+		break;
+	case TP_CONN_TIMEOUT:
+		NET_ADD(&ts->ep, failures[TP_CONN_TIMEOUT], 1);
+		break;
+	case TP_CONN_UNREACHABLE:
+		NET_ADD(&ts->ep, failures[TP_CONN_UNREACHABLE], 1);
+		break;
+	default:
+		NET_ADD(&ts->ep, failures[TP_CONN_OTHER], 1);
+		break;
+	}
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int newstate)
+{
+	struct tp_sock *ts;
+
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	if (newstate == TCP_SYN_SENT) {
+		connect_start(sk);
+		return 0;
+	}
+	ts = sock_of(sk);
+	if (!ts)
+		return 0;
+	if (oldstate == TCP_SYN_SENT)
+		connect_done(sk, ts, newstate);
+	else
+		charge_bytes(sk, ts);
+	return 0;
+}
+
+/*
+ * An error reported on a connecting socket: the app may read (and so clear) the
+ * error and close the socket itself, so the reason is kept for the close.
+ */
+SEC("tp_btf/inet_sk_error_report")
+int BPF_PROG(tp_inet_sk_error_report, const struct sock *sk)
+{
+	struct tp_sock *ts;
+
+	if (sk->sk_protocol != IPPROTO_TCP || sk->__sk_common.skc_state != TCP_SYN_SENT)
+		return 0;
+	ts = sock_of(sk);
+	if (!ts)
+		return 0;
+	/*
+	 * Fatal errors (a refusal) are in sk_err; a soft ICMP error (net or host
+	 * unreachable) is reported before sk_err_soft is written, which the app then
+	 * takes through SO_ERROR: a report with neither set is that.
+	 */
+	ts->syn_err = sk->sk_err ? sk->sk_err : sk->sk_err_soft ? sk->sk_err_soft : EHOSTUNREACH;
+	return 0;
+}
+
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(tp_tcp_receive_reset, struct sock *sk)
+{
+	struct tp_sock *ts = sock_of(sk);
+
+	/* A RST in answer to the SYN is a refused connect, counted at its close. */
+	if (ts && sk->__sk_common.skc_state != TCP_SYN_SENT)
+		NET_ADD(&ts->ep, resets_received, 1);
+	return 0;
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tp_tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	struct tp_sock *ts;
+
+	if (!sk)
+		return 0;
+	ts = sock_of(sk);
+	if (ts)
+		NET_ADD(&ts->ep, resets_sent, 1);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(tp_tcp_retransmit_skb, const struct sock *sk)
+{
+	struct tp_sock *ts = sock_of(sk);
+
+	if (ts)
+		NET_ADD(&ts->ep, retransmits, 1);
+	return 0;
+}
+
+/* ---- HTTP: parsing the first bytes of a request or a response ---- */
+
+static __always_inline char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+#define W(a, b, c, d) ((__u32)(a) | (__u32)(b) << 8 | (__u32)(c) << 16 | (__u32)(d) << 24)
+
+/*
+ * The request's method (copied to method), or 0 when b does not start a request.
+ * Returns the method's length; -1 for an HTTP/2 connection preface.
+ */
+static __always_inline int parse_method(const char *b, char *method)
+{
+	__u32 w0 = *(__u32 *)b, w1 = *(__u32 *)(b + 4);
+	int len = 0;
+
+	if (w0 == W('G', 'E', 'T', ' '))
+		len = 3;
+	else if (w0 == W('P', 'U', 'T', ' '))
+		len = 3;
+	else if (w0 == W('P', 'O', 'S', 'T') && b[4] == ' ')
+		len = 4;
+	else if (w0 == W('H', 'E', 'A', 'D') && b[4] == ' ')
+		len = 4;
+	else if (w0 == W('P', 'A', 'T', 'C') && (w1 & 0xffff) == W('H', ' ', 0, 0))
+		len = 5;
+	else if (w0 == W('D', 'E', 'L', 'E') && (w1 & 0xffffff) == W('T', 'E', ' ', 0))
+		len = 6;
+	else if (w0 == W('O', 'P', 'T', 'I') && w1 == W('O', 'N', 'S', ' '))
+		len = 7;
+	else if (w0 == W('P', 'R', 'I', ' ') && w1 == W('*', ' ', 'H', 'T'))
+		return -1;
+	if (!len)
+		return 0;
+	for (int i = 0; i < TP_HTTP_METHOD_LEN - 1; i++)
+		method[i] = i < len ? b[i] : 0;
+	method[TP_HTTP_METHOD_LEN - 1] = 0;
+	return len;
+}
+
+struct host_search {
+	const char *b;
+	__u32 n;
+	__u32 at;
+};
+
+/* bpf_loop step: does a "\nHost:" header start at i? */
+static long host_at(__u32 i, void *ctx)
+{
+	struct host_search *hs = ctx;
+	const char *b = hs->b;
+
+	if (i + 6 > hs->n || i >= HTTP_SCAN - 6)
+		return 1;
+	if (b[i] != '\n' || lower(b[i + 1]) != 'h' || lower(b[i + 2]) != 'o' ||
+	    lower(b[i + 3]) != 's' || lower(b[i + 4]) != 't' || b[i + 5] != ':')
+		return 0;
+	hs->at = i + 6;
+	return 1;
+}
+
+/* Copies the Host header's value (lower case, port cut off) from the first n bytes. */
+static __always_inline void parse_host(const char *b, __u32 n, char *host)
+{
+	struct host_search hs = { .b = b, .n = n };
+	__u32 at;
+
+	bpf_loop(HTTP_SCAN - 6, host_at, &hs, 0);
+	at = hs.at;
+	if (!at)
+		return;
+	for (int k = 0; k < 8 && at < n && b[at & (HTTP_SCAN - 1)] == ' '; k++)
+		at++;
+	for (int k = 0; k < TP_HTTP_HOST_LEN - 1; k++) {
+		char c;
+
+		if (at + k >= n)
+			break;
+		c = b[(at + k) & (HTTP_SCAN - 1)];
+		/* A port ends the name; "[v6]" keeps its colons. */
+		if (c == '\r' || c == '\n' || c == ' ' || (c == ':' && host[0] != '['))
+			break;
+		host[k] = lower(c);
+	}
+}
+
+/* The status code of a response line "HTTP/1.x NNN", or 0. */
+static __always_inline __u16 parse_status(const char *b)
+{
+	if (*(__u32 *)b != W('H', 'T', 'T', 'P') || b[4] != '/' || b[8] != ' ')
+		return 0;
+	for (int i = 9; i < 12; i++)
+		if (b[i] < '0' || b[i] > '9')
+			return 0;
+	return (b[9] - '0') * 100 + (b[10] - '0') * 10 + (b[11] - '0');
+}
+
+static __always_inline void http_emit(struct http_conn *hc, __u8 kind, __u16 status)
+{
+	struct tp_http_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!e) {
+		tp_count_lost(hc->slot);
+		return;
+	}
+	e->hdr.type = TP_EV_HTTP;
+	e->hdr.slot = hc->slot;
+	e->hdr.gen = hc->gen;
+	e->hdr.pid = (__u32)id;
+	e->hdr.tgid = id >> 32;
+	e->hdr.pad = 0;
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	e->status = status;
+	e->kind = kind;
+	e->via = hc->via;
+	e->pad = 0;
+	__builtin_memcpy(e->method, hc->method, sizeof(e->method));
+	__builtin_memcpy(e->host, hc->host, sizeof(e->host));
+	/* The reader drains on its timer: no wakeup (an IPI) per request. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* A request seen on conn: remember its method and Host until the response. */
+static __always_inline void http_request(const struct http_key *key,
+					 const struct tp_cgroup_info *ci, const char *b, __u32 n,
+					 __u8 via, __u32 seq)
+{
+	struct http_conn *hc, fresh = {};
+	char method[TP_HTTP_METHOD_LEN];
+	int mlen = parse_method(b, method);
+
+	if (!mlen)
+		return;
+	hc = bpf_map_lookup_elem(&http_conns, key);
+	if (!hc || hc->slot != ci->slot || hc->gen != ci->gen) {
+		fresh.slot = ci->slot;
+		fresh.gen = ci->gen;
+		fresh.via = via;
+		fresh.last_seq = seq - 1;
+		bpf_map_update_elem(&http_conns, key, &fresh, BPF_ANY);
+		hc = bpf_map_lookup_elem(&http_conns, key);
+		if (!hc)
+			return;
+	}
+	if (seq && seq == hc->last_seq)
+		return; /* a retransmitted request */
+	hc->last_seq = seq;
+	if (mlen < 0) {
+		if (!hc->h2) {
+			hc->h2 = 1;
+			http_emit(hc, TP_HTTP_H2, 0);
+		}
+		return;
+	}
+	__builtin_memcpy(hc->method, method, sizeof(method));
+	__builtin_memset(hc->host, 0, sizeof(hc->host));
+	parse_host(b, n, hc->host);
+	if (hc->pending < HTTP_PENDING_MAX)
+		hc->pending++;
+}
+
+static __always_inline void http_response(struct http_conn *hc, const char *b)
+{
+	__u16 status = parse_status(b);
+
+	if (!status || !hc->pending || !slot_current(hc->slot, hc->gen))
+		return;
+	hc->pending--;
+	http_emit(hc, TP_HTTP_RESPONSE, status);
+}
+
+static __always_inline struct scan_buf *scan_buf(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scan, &zero);
+}
+
+/* ---- TLS libraries: the plaintext passes through their read/write calls ---- */
+
+static __always_inline int tls_write(void *handle, const void *buf, __s64 len, __u8 via)
+{
+	struct tp_cgroup_info *ci;
+	struct http_key key;
+	struct scan_buf *sb;
+	__u32 n;
+
+	if (len < 16)
+		return 0;
+	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	if (!ci)
+		return 0;
+	sb = scan_buf();
+	if (!sb)
+		return 0;
+	n = len < HTTP_SCAN ? (__u32)len : HTTP_SCAN;
+	if (bpf_probe_read_user(sb->b, n, buf))
+		return 0;
+	key.owner = bpf_get_current_pid_tgid() >> 32;
+	key.handle = (__u64)handle;
+	http_request(&key, ci, sb->b, n, via, 0);
+	return 0;
+}
+
+static __always_inline int tls_read_enter(void *handle, void *buf, void *nread_ptr)
+{
+	struct tls_read r = {};
+	struct http_conn *hc;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	r.conn.owner = id >> 32;
+	r.conn.handle = (__u64)handle;
+	/* Only reads that may carry an awaited response are followed. */
+	hc = bpf_map_lookup_elem(&http_conns, &r.conn);
+	if (!hc || !hc->pending)
+		return 0;
+	r.buf = (__u64)buf;
+	r.nread_ptr = (__u64)nread_ptr;
+	bpf_map_update_elem(&tls_reads, &id, &r, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int tls_read_exit(__s64 ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_read *r = bpf_map_lookup_elem(&tls_reads, &id);
+	struct http_conn *hc;
+	char head[16];
+	__u64 n = 0;
+
+	if (!r)
+		return 0;
+	if (r->nread_ptr) {
+		if (ret == 1)
+			bpf_probe_read_user(&n, sizeof(n), (void *)r->nread_ptr);
+	} else if (ret > 0) {
+		n = (__u64)ret;
+	}
+	hc = bpf_map_lookup_elem(&http_conns, &r->conn);
+	if (hc && n >= 12 && !bpf_probe_read_user(head, 12, (void *)r->buf))
+		http_response(hc, head);
+	bpf_map_delete_elem(&tls_reads, &id);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_write, void *ssl, const void *buf, int num)
+{
+	return tls_write(ssl, buf, num, TP_HTTP_OPENSSL);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_read, void *ssl, void *buf, int num)
+{
+	return tls_read_enter(ssl, buf, NULL);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_read_ex, void *ssl, void *buf, __u64 num, __u64 *readbytes)
+{
+	return tls_read_enter(ssl, buf, readbytes);
+}
+
+/* SSL_read, SSL_read_ex and gnutls_record_recv: the result is in the return register. */
+SEC("uretprobe")
+int BPF_KRETPROBE(tp_tls_read_ret, long ret)
+{
+	return tls_read_exit(ret);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_gnutls_send, void *session, const void *data, __u64 size)
+{
+	return tls_write(session, data, (__s64)size, TP_HTTP_GNUTLS);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_gnutls_recv, void *session, void *data, __u64 size)
+{
+	return tls_read_enter(session, data, NULL);
+}
+
+/*
+ * A reset seen by a read: the request waiting on that connection failed. TLS reads
+ * are found through the thread's read in flight, plaintext ones by socket cookie.
+ */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
+{
+	__u64 id;
+	struct tls_read *r;
+	struct http_conn *hc;
+	struct http_key key = {};
+	struct tp_sock *ts;
+
+	if (ret != -ECONNRESET)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	r = bpf_map_lookup_elem(&tls_reads, &id);
+	if (r) {
+		key = r->conn;
+	} else {
+		key.handle = bpf_get_socket_cookie(sk);
+	}
+	hc = bpf_map_lookup_elem(&http_conns, &key);
+	if (!hc || !hc->pending || !slot_current(hc->slot, hc->gen))
+		return 0;
+	hc->pending = 0;
+	http_emit(hc, TP_HTTP_RESET, 0);
+	ts = sock_of(sk);
+	if (ts)
+		NET_ADD(&ts->ep, http_resets, 1);
+	return 0;
+}
+
+/* ---- plaintext HTTP: the task cgroup's own packets ---- */
+
+/* Offset of the TCP payload and its sequence number, or 0 when not TCP. */
+static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 *seq)
+{
+	__u8 b0, proto, doff;
+	__u32 off;
+
+	if (bpf_skb_load_bytes(skb, 0, &b0, 1))
+		return 0;
+	if ((b0 >> 4) == 4) {
+		if (bpf_skb_load_bytes(skb, 9, &proto, 1) || proto != IPPROTO_TCP)
+			return 0;
+		off = (b0 & 0xf) * 4;
+	} else if ((b0 >> 4) == 6) {
+		if (bpf_skb_load_bytes(skb, 6, &proto, 1) || proto != IPPROTO_TCP)
+			return 0;
+		off = 40;
+	} else {
+		return 0;
+	}
+	if (bpf_skb_load_bytes(skb, off + 4, seq, 4) || bpf_skb_load_bytes(skb, off + 12, &doff, 1))
+		return 0;
+	return off + (doff >> 4) * 4;
+}
+
+SEC("cgroup_skb/egress")
+int tp_http_egress(struct __sk_buff *skb)
+{
+	struct tp_cgroup_info *ci;
+	struct http_key key = {};
+	struct scan_buf *sb;
+	__u32 off, seq, n;
+	char head[8];
+
+	off = tcp_payload(skb, &seq);
+	if (!off || off + 16 > skb->len || bpf_skb_load_bytes(skb, off, head, 8))
+		return 1;
+	/* Most packets are not a request's first: two loads and out. */
+	if (!parse_method(head, head))
+		return 1;
+	ci = tp_cgroup_lookup(bpf_skb_cgroup_id(skb));
+	sb = scan_buf();
+	if (!ci || !sb)
+		return 1;
+	n = skb->len - off;
+	if (n > HTTP_SCAN)
+		n = HTTP_SCAN;
+	if (n < 16 || bpf_skb_load_bytes(skb, off, sb->b, n))
+		return 1;
+	key.handle = bpf_get_socket_cookie(skb);
+	http_request(&key, ci, sb->b, n, TP_HTTP_PLAIN, seq);
+	return 1;
+}
+
+SEC("cgroup_skb/ingress")
+int tp_http_ingress(struct __sk_buff *skb)
+{
+	struct http_key key = {};
+	struct http_conn *hc;
+	__u32 off, seq;
+	char head[16];
+
+	off = tcp_payload(skb, &seq);
+	if (!off || off + 12 > skb->len || bpf_skb_load_bytes(skb, off, head, 12))
+		return 1;
+	if (*(__u32 *)head != W('H', 'T', 'T', 'P'))
+		return 1;
+	key.handle = bpf_get_socket_cookie(skb);
+	hc = bpf_map_lookup_elem(&http_conns, &key);
+	if (hc)
+		http_response(hc, head);
+	return 1;
+}
+
+/* ---- getaddrinfo(): names the task resolved, and to what ---- */
+
+SEC("uprobe")
+int BPF_KPROBE(tp_getaddrinfo, const char *node, const char *service, const void *hints, void **res)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dns_call call;
+
+	if (!node || !tp_cgroup_lookup(bpf_get_current_cgroup_id()))
+		return 0;
+	call.node = (__u64)node;
+	call.res = (__u64)res;
+	bpf_map_update_elem(&dns_calls, &id, &call, BPF_ANY);
+	return 0;
+}
+
+/* struct addrinfo (glibc, LP64): ai_family at 4, ai_addr at 24, ai_next at 40. */
+#define AI_FAMILY 4
+#define AI_ADDR 24
+#define AI_NEXT 40
+
+static __always_inline bool same_addr(const struct tp_addr *a, const struct tp_addr *b)
+{
+	const __u64 *x = (const __u64 *)a->addr, *y = (const __u64 *)b->addr;
+
+	return a->family == b->family && x[0] == y[0] && x[1] == y[1];
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(tp_getaddrinfo_ret, int ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dns_call *call = bpf_map_lookup_elem(&dns_calls, &id);
+	struct tp_cgroup_info *ci;
+	struct tp_dns_event *e;
+	struct tp_net_stats *ns;
+	__u64 ai = 0, sa;
+	__u32 slot, n = 0;
+	int family;
+
+	if (!call)
+		return 0;
+	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	if (!ci)
+		goto out;
+	slot = ci->slot;
+	ns = bpf_map_lookup_elem(&net_stats, &slot);
+	if (ns) {
+		add(&ns->dns_lookups, 1);
+		if (ret)
+			add(&ns->dns_failures, 1);
+	}
+	e = tp_event_reserve(sizeof(*e), TP_EV_DNS, ci, bpf_get_current_task_btf());
+	if (!e)
+		goto out;
+	__builtin_memset(e->addrs, 0, sizeof(e->addrs));
+	e->ret = ret;
+	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)call->node) < 0)
+		e->name[0] = 0;
+	if (!ret)
+		bpf_probe_read_user(&ai, sizeof(ai), (void *)call->res);
+	for (int i = 0; i < TP_DNS_ADDRS * 3 && ai && n < TP_DNS_ADDRS; i++) {
+		struct tp_addr *a = &e->addrs[n & (TP_DNS_ADDRS - 1)];
+
+		family = 0;
+		sa = 0;
+		bpf_probe_read_user(&family, sizeof(family), (void *)(ai + AI_FAMILY));
+		bpf_probe_read_user(&sa, sizeof(sa), (void *)(ai + AI_ADDR));
+		if (sa && family == AF_INET) {
+			a->family = AF_INET;
+			bpf_probe_read_user(a->addr, 4, (void *)(sa + 4));
+		} else if (sa && family == AF_INET6) {
+			a->family = AF_INET6;
+			bpf_probe_read_user(a->addr, 16, (void *)(sa + 8));
+		}
+		/* One entry per socket type comes back: keep each address once. */
+		if (a->family && (!n || !same_addr(a, &e->addrs[(n - 1) & (TP_DNS_ADDRS - 1)])))
+			n++;
+		else
+			__builtin_memset(a, 0, sizeof(*a));
+		if (bpf_probe_read_user(&ai, sizeof(ai), (void *)(ai + AI_NEXT)))
+			break;
+	}
+	e->naddrs = n;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+out:
+	bpf_map_delete_elem(&dns_calls, &id);
+	return 0;
+}
