@@ -166,12 +166,18 @@ static __always_inline struct tp_sock *sock_of(const struct sock *sk)
 	return ts;
 }
 
-/* Payload bytes acked and received since last charged. */
+/*
+ * Payload bytes sent (retransmits once) and received since last charged. The kernel's
+ * bytes_received counts the peer's FIN too, which tcp_fin() marks with SOCK_DONE.
+ */
 static __always_inline void charge_bytes(const struct sock *sk, struct tp_sock *ts)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	__u64 tx = BPF_CORE_READ(tp, bytes_acked), rx = BPF_CORE_READ(tp, bytes_received);
+	__u64 tx = BPF_CORE_READ(tp, bytes_sent) - BPF_CORE_READ(tp, bytes_retrans);
+	__u64 rx = BPF_CORE_READ(tp, bytes_received);
 
+	if (rx && (BPF_CORE_READ(sk, __sk_common.skc_flags) & (1UL << SOCK_DONE)))
+		rx--;
 	if (tx > ts->tx_charged) {
 		NET_ADD(&ts->ep, tx_bytes, tx - ts->tx_charged);
 		ts->tx_charged = tx;

@@ -263,10 +263,44 @@ const char *tu_cgroup_root(void)
 	return root;
 }
 
+#define NETLAB "scripts/netlab/netlab.sh"
+
+static bool netlab_up;
+
+static void netlab_down(pid_t test_pid)
+{
+	char id[32];
+	char *argv[] = { NETLAB, "down-id", id, NULL };
+	struct tu_result r;
+
+	snprintf(id, sizeof(id), "tpl%d", (int)test_pid);
+	tu_run(argv, &r, 30);
+}
+
+const char *tu_netlab(const char *statuses)
+{
+	const char *dir = tu_tmp("lab");
+	char id[32];
+	char *argv[] = { NETLAB, "up", (char *)dir, id, (char *)statuses, NULL };
+	struct tu_result r;
+
+	snprintf(id, sizeof(id), "tpl%d", (int)getpid());
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return NULL;
+	netlab_up = true;
+	tu_run(argv, &r, 60);
+	if (!ASSERT_EQ(r.status, 0, "netlab up")) {
+		fprintf(stderr, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
+		dir = NULL;
+	}
+	return dir;
+}
+
 void tu_cleanup_orphans(pid_t test_pid)
 {
 	char path[PATH_MAX];
 
+	netlab_down(test_pid);
 	for (int seq = 1; seq <= MAX_TRACKED; seq++) {
 		snprintf(path, sizeof(path), "%s/taskprobe-test-%d-%d", tu_cgroup_root(),
 			 (int)test_pid, seq);
@@ -327,6 +361,9 @@ void tu_cleanup(void)
 		}
 	}
 	npids = 0;
+	if (netlab_up)
+		netlab_down(getpid());
+	netlab_up = false;
 	for (int i = ncgroups - 1; i >= 0; i--) {
 		if (cgroup_populated(cgroups[i]) > 0) {
 			cgroup_kill(cgroups[i]);

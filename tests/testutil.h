@@ -51,6 +51,12 @@ void tu_track_pid(pid_t pid);
 void tu_cleanup(void);
 /* After a test process died: removes the cgroups it made (named after its pid). */
 void tu_cleanup_orphans(pid_t test_pid);
+/*
+ * A private test network (scripts/netlab/netlab.sh) whose https server answers
+ * statuses ("200,503") in turn; torn down after the test. Returns its directory
+ * (for netlab.sh exec) or NULL with a failed check.
+ */
+const char *tu_netlab(const char *statuses);
 /* Lines of s longer than width. */
 int tu_count_long_lines(const char *s, size_t width);
 

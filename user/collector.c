@@ -788,8 +788,14 @@ int collector__epoll_fd(const struct collector *c)
 
 int collector__poll(struct collector *c, int timeout_ms)
 {
-	int n = ring_buffer__poll(c->rb, timeout_ms);
+	int n = timeout_ms ? ring_buffer__poll(c->rb, timeout_ms) : 0;
 
+	/*
+	 * Events submitted without a wakeup never make the fd readable, so poll alone
+	 * would leave them until the buffer fills: consume reads whatever is there.
+	 */
+	if (n >= 0)
+		n = ring_buffer__consume(c->rb);
 	if (c->nscans)
 		run_lib_scans(c);
 	if (n == -EINTR)

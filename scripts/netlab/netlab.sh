@@ -5,9 +5,12 @@
 # touched: the client sees the names through a hosts file bind-mounted in a mount
 # namespace of its own.
 #
-#   netlab.sh up DIR [STATUSES]  make it all; DIR holds its state (and must exist)
-#   netlab.sh exec DIR CMD...    run CMD in the client namespace with the lab's names
-#   netlab.sh down DIR           stop the servers (by pid) and remove the namespaces
+#   netlab.sh up DIR ID [STATUSES]  make it all; DIR holds its state (and must exist);
+#                                   the namespaces are IDc (client) and IDs (server)
+#   netlab.sh exec DIR CMD...       run CMD in the client namespace with the lab's names
+#   netlab.sh snmp DIR              the client namespace's TCP counters (/proc/net/snmp)
+#   netlab.sh down DIR              stop the servers and remove the namespaces
+#   netlab.sh down-id ID            the same when DIR is gone (a test that was killed)
 #
 # Addresses (server side), names and what answers there:
 #   10.251.0.2  bucket.s3.amazonaws.com   https :443 (STATUSES, then 200), http :80
@@ -21,12 +24,31 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: netlab.sh up|exec|down DIR ..." >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: netlab.sh up|exec|snmp|down DIR ..." >&2; exit 2; }
+
+# The processes in the lab's namespaces are the servers this script started.
+down_id() {
+	for ns in "${1}s" "${1}c"; do
+		[ -e "/run/netns/$ns" ] || continue
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill "$pid" 2>/dev/null || true
+		done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
+
+if [ "$cmd" = down-id ]; then
+	down_id "$dir"
+	exit 0
+fi
 dir=$(cd "$dir" && pwd)
 
 up() {
-	statuses=${1:-}
-	id=tpl$$
+	id=$1
+	statuses=${2:-}
+	case "$id" in
+	*[!a-z0-9]* | "") echo "netlab: bad id '$id'" >&2; return 1 ;;
+	esac
 	echo "$id" > "$dir/id"
 	ip netns add "${id}c"
 	ip netns add "${id}s"
@@ -83,12 +105,7 @@ HOSTS
 }
 
 down() {
-	[ -f "$dir/server.pid" ] && kill "$(cat "$dir/server.pid")" 2>/dev/null || true
-	if [ -f "$dir/id" ]; then
-		id=$(cat "$dir/id")
-		ip netns del "${id}c" 2>/dev/null || true
-		ip netns del "${id}s" 2>/dev/null || true
-	fi
+	[ -f "$dir/id" ] && down_id "$(cat "$dir/id")"
 	rm -f "$dir/id" "$dir/server.pid" "$dir/ready"
 }
 
@@ -96,6 +113,9 @@ case "$cmd" in
 up)
 	shift 2
 	up "$@" || { down; exit 1; }
+	;;
+snmp)
+	ip netns exec "$(cat "$dir/id")c" cat /proc/net/snmp
 	;;
 exec)
 	shift 2

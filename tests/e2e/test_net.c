@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * End-to-end tests of the network figures: real clients (curl, python, git) against
+ * the test servers of scripts/netlab, in namespaces the tests make and remove. Ground
+ * truth: what the clients were told to do, and the client namespace's own kernel
+ * counters (/proc/net/snmp), which only the task's traffic moves.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+
+#define LAB "scripts/netlab/netlab.sh exec"
+
+static const struct json *http_host(const struct json *rec, const char *host)
+{
+	return tu_find(json_get(json_get(rec, "network"), "http_hosts"), "host", host);
+}
+
+static const struct json *endpoint(const struct json *rec, const char *address)
+{
+	return tu_find(json_get(json_get(rec, "network"), "endpoints"), "address", address);
+}
+
+static double status_class(const struct json *host, const char *cls)
+{
+	return tu_num(json_get(host, "status"), cls);
+}
+
+static double failure_kind(const struct json *host, const char *kind)
+{
+	return tu_num(json_get(host, "failures_by_kind"), kind);
+}
+
+/* A TCP counter of the lab's client namespace (ActiveOpens, AttemptFails, ...). */
+static long snmp(const char *lab, const char *field)
+{
+	char *argv[] = { "scripts/netlab/netlab.sh", "snmp", (char *)lab, NULL };
+	char *names = NULL, *values, *line, *save = NULL, *a, *b, *sa = NULL, *sb = NULL;
+	struct tu_result r;
+	long v = -1;
+
+	tu_run(argv, &r, 30);
+	for (line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "Tcp: ", 5))
+			continue;
+		if (!names) {
+			names = line;
+			continue;
+		}
+		values = line;
+		for (a = strtok_r(names + 5, " ", &sa), b = strtok_r(values + 5, " ", &sb); a && b;
+		     a = strtok_r(NULL, " ", &sa), b = strtok_r(NULL, " ", &sb))
+			if (!strcmp(a, field))
+				v = atol(b);
+		break;
+	}
+	CHECK(v >= 0, "snmp field %s", field);
+	return v;
+}
+
+/* Runs script (sh) as a task; $L runs a command in the lab. Returns the record. */
+static const struct json *run_task(const char *lab, const char *db, const char *json,
+				   const char *script, struct tu_result *r)
+{
+	char full[8192];
+
+	snprintf(full, sizeof(full), "L='%s %s'; %s", LAB, lab, script);
+	tu_tp(r, 120, "run", "--quiet", "--db", db, "--json", json, "--", "sh", "-c", full, NULL);
+	return tu_load_json(json);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+	struct stat st;
+	bool found;
+
+	if (!f)
+		return false;
+	if (fstat(fileno(f), &st) || !(buf = malloc((size_t)st.st_size + 1))) {
+		fclose(f);
+		return false;
+	}
+	n = fread(buf, 1, (size_t)st.st_size, f);
+	fclose(f);
+	found = memmem(buf, n, needle, strlen(needle)) != NULL;
+	free(buf);
+	return found;
+}
+
+TEST(TIER_E2E, https_statuses_by_host_exact_and_no_secret_stored)
+{
+	const char *lab = tu_netlab("200,503,503,200,429");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json"), *secret = tu_tmp("secret");
+	char script[2048], wal[600], token[64];
+	const struct json *rec, *h, *ep;
+	struct tu_result r;
+	long opens;
+
+	if (!lab)
+		return;
+	/* The secret is made now and read by the script: it is never in taskprobe's argv. */
+	snprintf(token, sizeof(token), "tk%08x%08x", (unsigned)getpid(), (unsigned)rand());
+	tu_write_file(secret, token);
+	snprintf(script, sizeof(script),
+		 "S=$(cat %s); for i in 1 2 3 4 5; do $L curl -sk -o /dev/null"
+		 " -H \"Authorization: Bearer $S\" \"https://bucket.s3.amazonaws.com/o?sig=$S\";"
+		 " done",
+		 secret);
+	opens = snmp(lab, "ActiveOpens");
+	rec = run_task(lab, db, json, script, &r);
+	ASSERT_EQ(r.status, 0, "task");
+	if (!rec)
+		return;
+	h = http_host(rec, "bucket.s3.amazonaws.com");
+	ASSERT_TRUE(h != NULL, "the host has a row");
+	ASSERT_EQ(tu_num(h, "requests"), 5, "requests");
+	ASSERT_EQ(status_class(h, "2xx"), 2, "2xx");
+	ASSERT_EQ(status_class(h, "4xx"), 1, "4xx (the 429)");
+	ASSERT_EQ(status_class(h, "5xx"), 2, "5xx");
+	ASSERT_EQ(failure_kind(h, "status_5xx"), 2, "failures status_5xx");
+	ASSERT_EQ(failure_kind(h, "status_429"), 1, "failures status_429");
+	ASSERT_EQ(tu_num(h, "failures"), 3, "failures");
+	ASSERT_EQ(tu_metric(rec, "http.requests"), 5, "http.requests");
+	ASSERT_EQ(tu_metric(rec, "http.failures"), 3, "http.failures");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), snmp(lab, "ActiveOpens") - opens,
+		  "connects: as the namespace's ActiveOpens");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connects"), 5, "5 connections established");
+	ASSERT_EQ(tu_metric(rec, "net.dns.lookups"), 5, "a lookup per curl");
+	ep = endpoint(rec, "10.251.0.2:443");
+	ASSERT_TRUE(ep && !strcmp(json_get(ep, "names")->str, "bucket.s3.amazonaws.com"),
+		    "the endpoint has the name the task resolved");
+	ASSERT_EQ(tu_num(ep, "tcp.connects"), 5, "endpoint connects");
+
+	/* Only method, Host and status are read: the secret is nowhere. */
+	snprintf(wal, sizeof(wal), "%s-wal", db);
+	ASSERT_TRUE(!file_has(json, token), "no secret in the JSON record");
+	ASSERT_TRUE(!file_has(db, token) && !file_has(wal, token), "no secret in the database");
+	ASSERT_TRUE(!strstr(r.out, token) && !strstr(r.err, token), "no secret in the output");
+}
+
+TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
+{
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json");
+	long opens, fails, retrans, resets;
+	const struct json *rec, *res, *ep;
+	struct tu_result r;
+
+	if (!lab)
+		return;
+	opens = snmp(lab, "ActiveOpens");
+	fails = snmp(lab, "AttemptFails");
+	retrans = snmp(lab, "RetransSegs");
+	resets = snmp(lab, "EstabResets");
+	rec = run_task(lab, db, json,
+		       "$L curl -sk https://closed.s3.amazonaws.com/;"
+		       " $L curl -sk -m 20 https://slow.s3.amazonaws.com/;"
+		       " $L curl -sk https://gone.s3.amazonaws.com/;"
+		       " $L curl -s http://reset.s3.amazonaws.com/;"
+		       " $L curl -sk https://reset.s3.amazonaws.com/; true",
+		       &r);
+	ASSERT_EQ(r.status, 0, "task");
+	if (!rec)
+		return;
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.refused"), 1, "refused");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.timeout"), 1, "timeout");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.unreachable"), 1, "unreachable");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.other"), 0, "other");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), snmp(lab, "ActiveOpens") - opens,
+		  "attempts: as ActiveOpens");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 5, "5 attempts");
+	/* The kernel counts attempts it ended itself; curl closed the unreachable one. */
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.refused") +
+			  tu_metric(rec, "net.tcp.connect_failures.timeout"),
+		  snmp(lab, "AttemptFails") - fails, "refused + timeout: as AttemptFails");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.retransmits"), snmp(lab, "RetransSegs") - retrans,
+		  "retransmits: as RetransSegs");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.resets_received"), snmp(lab, "EstabResets") - resets,
+		  "resets: as EstabResets");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.resets_received"), 2, "2 servers reset");
+	ASSERT_EQ(failure_kind(http_host(rec, "closed.s3.amazonaws.com"), "refused"), 1,
+		  "HTTP failure: refused");
+	ASSERT_EQ(failure_kind(http_host(rec, "slow.s3.amazonaws.com"), "timeout"), 1,
+		  "HTTP failure: timeout");
+	ASSERT_EQ(failure_kind(http_host(rec, "reset.s3.amazonaws.com"), "reset"), 2,
+		  "HTTP failures: reset before the response, plaintext and TLS");
+	ASSERT_EQ(tu_metric(rec, "http.failures"), 4, "4 HTTP failures (unreachable is not one)");
+	ep = endpoint(rec, "10.251.0.3:443");
+	ASSERT_TRUE(ep && !strcmp(json_get(ep, "names")->str, "slow.s3.amazonaws.com"),
+		    "the timed-out endpoint is named");
+
+	/* Across stored tasks, by remote host name and by address. */
+	tu_tp(&r, 30, "count", "http.failures", "--db", db, "--host", "*.s3.amazonaws.com",
+	      "--since", "7d", "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(res, "sum"), 4, "count http.failures --host '*.s3.amazonaws.com'");
+	tu_tp(&r, 30, "count", "http.failures", "--db", db, "--host", "slow.*", "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(res, "sum"), 1, "count --host slow.*");
+	tu_tp(&r, 30, "count", "net.tcp.connect_failures", "--db", db, "--host", "10.251.0.4",
+	      "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(res, "sum"), 1, "count --host by address");
+	tu_tp(&r, 30, "hist", json_get(rec, "id")->str, "tcp_connect", "--db", db, "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(json_get(res, "net.tcp.connect_latency"), "count"), 2,
+		  "connect latency of the 2 established connections");
+	tu_tp(&r, 30, "show", json_get(rec, "id")->str, "--db", db, NULL);
+	ASSERT_TRUE(strstr(r.out, "gone.s3.amazonaws.com (10.251.0.4:443)") != NULL,
+		    "show lists endpoints by name (address)");
+}
+
+TEST(TIER_E2E, keepalive_requests_and_gnutls_git_counted)
+{
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("a.json"), *json2 = tu_tmp("b.json");
+	const struct json *rec, *h;
+	struct tu_result r;
+	long opens;
+
+	if (!lab)
+		return;
+	opens = snmp(lab, "ActiveOpens");
+	rec = run_task(lab, db, json,
+		       "$L python3 -c 'import http.client, ssl\n"
+		       "c = http.client.HTTPSConnection(\"bucket.s3.amazonaws.com\","
+		       " context=ssl._create_unverified_context())\n"
+		       "for s in (200, 503, 429):\n"
+		       "    c.request(\"GET\", \"/status/%d\" % s); c.getresponse().read()\n'",
+		       &r);
+	ASSERT_EQ(r.status, 0, "python task");
+	if (!rec)
+		return;
+	h = http_host(rec, "bucket.s3.amazonaws.com");
+	ASSERT_EQ(tu_num(h, "requests"), 3, "3 requests on one connection");
+	ASSERT_EQ(status_class(h, "2xx"), 1, "200");
+	ASSERT_EQ(status_class(h, "5xx"), 1, "503");
+	ASSERT_EQ(failure_kind(h, "status_429"), 1, "429");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 1, "one connection");
+	ASSERT_EQ(snmp(lab, "ActiveOpens") - opens, 1, "the kernel agrees: one connection");
+
+	/* git's https helper speaks through GnuTLS. */
+	tu_run((char *[]){ "sh", "-c", "ldd /usr/lib/git-core/git-remote-https | grep -q libgnutls",
+			   NULL },
+	       &r, 30);
+	ASSERT_EQ(r.status, 0, "git-remote-https uses GnuTLS here");
+	rec = run_task(lab, db, json2,
+		       "GIT_SSL_NO_VERIFY=1 $L git ls-remote"
+		       " https://bucket.s3.amazonaws.com/status/503/repo.git; true",
+		       &r);
+	if (!rec)
+		return;
+	h = http_host(rec, "bucket.s3.amazonaws.com");
+	ASSERT_EQ(tu_num(h, "requests"), 1, "git: one request");
+	ASSERT_EQ(failure_kind(h, "status_5xx"), 1, "git: the 503");
+}
+
+/* Exact response size of the test server for a status (scripts/netlab/server.py). */
+static size_t response_bytes(int status, const char *reason)
+{
+	char buf[256];
+
+	return (size_t)snprintf(
+		buf, sizeof(buf),
+		"HTTP/1.1 %d %s\r\nContent-Length: 4\r\nContent-Type: text/plain\r\n"
+		"\r\n%d\n",
+		status, reason, status);
+}
+
+TEST(TIER_E2E, plaintext_concurrent_tasks_attributed_separately)
+{
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *ja = tu_tmp("a.json"), *jb = tu_tmp("b.json");
+	char script[4096];
+	const struct json *a, *b, *res;
+	struct tu_result r;
+
+	if (!lab)
+		return;
+	/* Both at once: each request is followed by a pause, so they overlap. */
+	snprintf(script, sizeof(script),
+		 "L='%s %s'; T=%s;"
+		 " $T run --quiet --db %s --json %s -- sh -c \"for i in 1 2 3; do $L curl -s -o"
+		 " /dev/null http://plain.example.test/status/500; sleep 0.1; done\" &"
+		 " $T run --quiet --db %s --json %s -- sh -c \"for i in 1 2 3 4 5; do $L curl -s -o"
+		 " /dev/null http://plain.example.test/status/200; sleep 0.05; done\"; wait",
+		 LAB, lab, tu_bin(), db, ja, db, jb);
+	tu_run((char *[]){ "sh", "-c", script, NULL }, &r, 120);
+	ASSERT_EQ(r.status, 0, "both tasks");
+	a = tu_load_json(ja);
+	b = tu_load_json(jb);
+	if (!a || !b)
+		return;
+	ASSERT_EQ(tu_num(http_host(a, "plain.example.test"), "requests"), 3, "A: 3 requests");
+	ASSERT_EQ(failure_kind(http_host(a, "plain.example.test"), "status_5xx"), 3, "A: 3 500s");
+	ASSERT_EQ(tu_num(http_host(b, "plain.example.test"), "requests"), 5, "B: 5 requests");
+	ASSERT_EQ(tu_num(http_host(b, "plain.example.test"), "failures"), 0, "B: no failures");
+	ASSERT_EQ(tu_metric(a, "net.tcp.connects"), 3, "A: 3 connections");
+	ASSERT_EQ(tu_metric(b, "net.tcp.connects"), 5, "B: 5 connections");
+	ASSERT_EQ(tu_metric(a, "net.rx_bytes"), 3 * response_bytes(500, "Internal Server Error"),
+		  "A: received exactly 3 responses");
+	ASSERT_EQ(tu_metric(b, "net.rx_bytes"), 5 * response_bytes(200, "OK"),
+		  "B: received exactly 5 responses");
+
+	tu_tp(&r, 30, "count", "http.requests", "--db", db, "--host", "plain.example.test",
+	      "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(res, "tasks"), 2, "count: 2 tasks");
+	ASSERT_EQ(tu_num(res, "sum"), 8, "count: the sum of both");
+	tu_tp(&r, 30, "count", "http.failures", "--db", db, "--host", "*.example.test", "--json",
+	      NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(res, "sum"), 3, "count http.failures");
+}
+
+TEST(TIER_E2E, a_private_copy_of_libssl_is_probed)
+{
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json"), *lib = tu_tmp("lib");
+	char script[4096];
+	const struct json *rec;
+	struct tu_result r;
+
+	if (!lab)
+		return;
+	/* Like a container's own copy: another file, so other uprobes. */
+	snprintf(script, sizeof(script),
+		 "mkdir -p %s && cp /usr/lib/x86_64-linux-gnu/libssl.so.3 %s/ ||"
+		 " cp /lib/x86_64-linux-gnu/libssl.so.3 %s/",
+		 lib, lib, lib);
+	tu_run((char *[]){ "sh", "-c", script, NULL }, &r, 30);
+	ASSERT_EQ(r.status, 0, "copy libssl");
+	snprintf(script, sizeof(script),
+		 "LD_LIBRARY_PATH=%s $L python3 -c 'import http.client, ssl, sys, time\n"
+		 "if \"%s/libssl.so.3\" not in open(\"/proc/self/maps\").read(): sys.exit(3)\n"
+		 "time.sleep(1)\n"
+		 "c = http.client.HTTPSConnection(\"bucket.s3.amazonaws.com\","
+		 " context=ssl._create_unverified_context())\n"
+		 "for s in (200, 503):\n"
+		 "    c.request(\"GET\", \"/status/%%d\" %% s); c.getresponse().read()\n'",
+		 lib, lib);
+	rec = run_task(lab, db, json, script, &r);
+	ASSERT_EQ(r.status, 0, "python ran on the copy");
+	if (!rec)
+		return;
+	ASSERT_EQ(tu_num(http_host(rec, "bucket.s3.amazonaws.com"), "requests"), 2,
+		  "both requests seen through the copy");
+}
