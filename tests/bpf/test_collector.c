@@ -3,12 +3,16 @@
  * BPF tests: the real programs, loaded and attached through the collector core, with
  * a known number of events triggered by the test itself, counted exactly.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +21,7 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "harness.h"
+#include "net.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -516,5 +521,159 @@ TEST(TIER_BPF, peak_rss_covers_touched_memory)
 	ASSERT_LE(f.peak_rss_bytes, (64 << 20) + (512 << 20), "peak is not wildly off");
 	ASSERT_LE(f.rss_bytes, 4 << 20, "resident memory falls back when the task is gone");
 out:
+	collector__free(fx.c);
+}
+
+/* ---- network: loopback connections the driver makes itself ---- */
+
+#define NET_OK 4      /* connections that carry a request and a response */
+#define NET_REFUSED 3 /* connects to a port nobody listens on */
+#define NET_SEND 3000 /* bytes each client sends */
+#define NET_RECV 5000 /* bytes each client receives */
+#define HTTP_REQ                                                                                   \
+	"GET /secret/path?token=abc HTTP/1.1\r\nUser-Agent: t\r\nhOsT: Example.COM:8080\r\n"       \
+	"Authorization: Bearer abc\r\n\r\n"
+#define HTTP_RESP "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+
+static int loopback_listener(struct sockaddr_in *addr)
+{
+	socklen_t len = sizeof(*addr);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)addr, sizeof(*addr)) || listen(fd, 16) ||
+	    getsockname(fd, (struct sockaddr *)addr, &len))
+		return -1;
+	return fd;
+}
+
+static int xfer(int fd, size_t n, bool out)
+{
+	char buf[4096] = { 0 };
+
+	while (n) {
+		ssize_t k = out ? write(fd, buf, n < sizeof(buf) ? n : sizeof(buf))
+				: read(fd, buf, n < sizeof(buf) ? n : sizeof(buf));
+
+		if (k <= 0)
+			return -1;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* A client connection and the server's end of it, both in this process. */
+static int pair(int lfd, const struct sockaddr_in *addr, int *srv)
+{
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (c < 0 || connect(c, (const struct sockaddr *)addr, sizeof(*addr)))
+		return -1;
+	*srv = accept(lfd, NULL, NULL);
+	return *srv < 0 ? -1 : c;
+}
+
+static void rst_close(int fd)
+{
+	struct linger l = { 1, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(fd);
+}
+
+static int net_driver(void *arg)
+{
+	struct sockaddr_in addr, closed;
+	int lfd = loopback_listener(&addr), c, s;
+	char buf[256];
+
+	(void)arg;
+	if (lfd < 0)
+		return 1;
+	for (int i = 0; i < NET_OK; i++) {
+		c = pair(lfd, &addr, &s);
+		if (c < 0 || xfer(c, NET_SEND, true) || xfer(s, NET_SEND, false) ||
+		    xfer(s, NET_RECV, true) || xfer(c, NET_RECV, false))
+			return 2;
+		close(c);
+		close(s);
+	}
+	/* Plaintext HTTP: one request and its 503, the path and header never kept. */
+	c = pair(lfd, &addr, &s);
+	if (c < 0 || write(c, HTTP_REQ, strlen(HTTP_REQ)) != (ssize_t)strlen(HTTP_REQ) ||
+	    read(s, buf, sizeof(buf)) <= 0 ||
+	    write(s, HTTP_RESP, strlen(HTTP_RESP)) != (ssize_t)strlen(HTTP_RESP) ||
+	    read(c, buf, sizeof(buf)) != (ssize_t)strlen(HTTP_RESP))
+		return 3;
+	close(c);
+	close(s);
+	/* A reset from the server, seen by the client; a reset the client sends. */
+	c = pair(lfd, &addr, &s);
+	if (c < 0)
+		return 4;
+	rst_close(s);
+	usleep(10000);
+	if (read(c, buf, 1) >= 0)
+		return 5;
+	close(c);
+	c = pair(lfd, &addr, &s);
+	if (c < 0)
+		return 6;
+	rst_close(c);
+	close(s);
+	/* A port nobody listens on: its number from a listener closed at once. */
+	s = loopback_listener(&closed);
+	close(s);
+	for (int i = 0; i < NET_REFUSED; i++) {
+		c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (!connect(c, (struct sockaddr *)&closed, sizeof(closed)) ||
+		    errno != ECONNREFUSED)
+			return 7;
+		close(c);
+	}
+	close(lfd);
+	return 0;
+}
+
+TEST(TIER_BPF, tcp_figures_exact_on_loopback)
+{
+	struct http_ports ports;
+	struct fixture fx = { 0 };
+	struct net_figures nf = { 0 };
+	struct task_figures f;
+	const struct http_host *h;
+
+	http_ports_default(&ports);
+	if (!fixture_open(&fx, 0))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(fx.cg, net_driver, NULL), NULL), 0, "driver");
+	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
+	ASSERT_OK(collector__net(fx.c, fx.slot, &ports, &nf), "net figures");
+	/* Only the client ends count: accepted sockets are the server's, not connects. */
+	ASSERT_EQ(nf.tcp.attempts, NET_OK + 3 + NET_REFUSED, "connect attempts");
+	ASSERT_EQ(nf.tcp.connects, NET_OK + 3, "established");
+	ASSERT_EQ(nf.tcp.failures[TP_CONN_REFUSED], NET_REFUSED, "refused");
+	ASSERT_EQ(nf.tcp.failures[TP_CONN_TIMEOUT] + nf.tcp.failures[TP_CONN_UNREACHABLE] +
+			  nf.tcp.failures[TP_CONN_OTHER],
+		  0, "no other failures");
+	ASSERT_EQ(nf.tcp.resets_received, 1, "the server's reset");
+	ASSERT_EQ(nf.tcp.resets_sent, 1, "the client's reset");
+	ASSERT_EQ(nf.tcp.tx_bytes, NET_OK * NET_SEND + strlen(HTTP_REQ), "bytes sent, exactly");
+	ASSERT_EQ(nf.tcp.rx_bytes, NET_OK * NET_RECV + strlen(HTTP_RESP),
+		  "bytes received, exactly");
+	ASSERT_EQ(nf.connect_latency.count, NET_OK + 3, "a latency per established connect");
+	ASSERT_EQ(nf.neps, 2, "two endpoints: the listener and the closed port");
+	ASSERT_EQ(nf.nhosts, 1, "one HTTP host");
+	h = nf.nhosts ? &nf.hosts[0] : NULL;
+	if (h) {
+		ASSERT_TRUE(!strcmp(h->host, "example.com"), "Host, lower case, port cut off");
+		ASSERT_EQ(h->requests, 1, "one request");
+		ASSERT_EQ(h->classes[5], 1, "its 503");
+		ASSERT_EQ(h->failures[HTTP_FAIL_5XX], 1, "an HTTP failure");
+	}
+out:
+	net_figures_fini(&nf);
 	collector__free(fx.c);
 }
