@@ -758,13 +758,6 @@ int BPF_KPROBE(tp_getaddrinfo, const char *node, const char *service, const void
 #define AI_ADDR 24
 #define AI_NEXT 40
 
-static __always_inline bool same_addr(const struct tp_addr *a, const struct tp_addr *b)
-{
-	const __u64 *x = (const __u64 *)a->addr, *y = (const __u64 *)b->addr;
-
-	return a->family == b->family && x[0] == y[0] && x[1] == y[1];
-}
-
 SEC("uretprobe")
 int BPF_KRETPROBE(tp_getaddrinfo_ret, int ret)
 {
@@ -798,8 +791,9 @@ int BPF_KRETPROBE(tp_getaddrinfo_ret, int ret)
 		e->name[0] = 0;
 	if (!ret)
 		bpf_probe_read_user(&ai, sizeof(ai), (void *)call->res);
-	for (int i = 0; i < TP_DNS_ADDRS * 3 && ai && n < TP_DNS_ADDRS; i++) {
-		struct tp_addr *a = &e->addrs[n & (TP_DNS_ADDRS - 1)];
+	/* Each address may come once per socket type: userspace keeps it once. */
+	for (int i = 0; i < TP_DNS_ADDRS && ai; i++) {
+		struct tp_addr *a = &e->addrs[i];
 
 		family = 0;
 		sa = 0;
@@ -812,11 +806,7 @@ int BPF_KRETPROBE(tp_getaddrinfo_ret, int ret)
 			a->family = AF_INET6;
 			bpf_probe_read_user(a->addr, 16, (void *)(sa + 8));
 		}
-		/* One entry per socket type comes back: keep each address once. */
-		if (a->family && (!n || !same_addr(a, &e->addrs[(n - 1) & (TP_DNS_ADDRS - 1)])))
-			n++;
-		else
-			__builtin_memset(a, 0, sizeof(*a));
+		n = i + 1;
 		if (bpf_probe_read_user(&ai, sizeof(ai), (void *)(ai + AI_NEXT)))
 			break;
 	}

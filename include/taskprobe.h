@@ -172,7 +172,7 @@ struct tp_exit_event {
 };
 
 #define TP_DNS_NAME_LEN 128
-#define TP_DNS_ADDRS 8
+#define TP_DNS_ADDRS 16
 
 struct tp_addr {
 	__u16 family;

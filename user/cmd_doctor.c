@@ -34,7 +34,7 @@ static bool fs_is(const char *path, unsigned long magic)
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct check c[8];
+	struct check c[9];
 	struct collector *col;
 	char mnt[4096];
 	struct utsname u;
@@ -77,6 +77,16 @@ int cmd_doctor(int argc, char **argv)
 	else
 		snprintf(c[n].detail, sizeof(c[0].detail), "cannot load: %s; run -v shows why",
 			 strerror(errno));
+	n++;
+	c[n] = (struct check){ "libraries", col != NULL, false, "" };
+	if (col)
+		snprintf(c[n].detail, sizeof(c[0].detail),
+			 "probed: libssl.so.3 x%d, libgnutls.so.30 x%d, libc.so.6 x%d",
+			 collector__probed_libs(col, "libssl.so.3"),
+			 collector__probed_libs(col, "libgnutls.so.30"),
+			 collector__probed_libs(col, "libc.so.6"));
+	else
+		snprintf(c[n].detail, sizeof(c[0].detail), "not probed: BPF does not load");
 	n++;
 	collector__free(col);
 

@@ -105,6 +105,9 @@ struct net_figures;
 int collector__net(struct collector *c, int slot, const struct http_ports *ports,
 		   struct net_figures *out);
 
+/* Copies of a library (libc.so.6, libssl.so.3, libgnutls.so.30) probed so far. */
+int collector__probed_libs(const struct collector *c, const char *name);
+
 /* Events no task could take (full ring buffer), over the collector's life. */
 __u64 collector__lost_total(struct collector *c);
 

@@ -102,6 +102,8 @@ void net_acc__dns(struct net_acc *a, const struct tp_dns_event *e)
 		struct tp_addr addr = e->addrs[i];
 		size_t k;
 
+		if (addr.family != AF_INET && addr.family != AF_INET6)
+			continue;
 		canon_addr(&addr.family, addr.addr);
 		for (k = 0; k < a->nnames; k++)
 			if (!memcmp(&a->names[k].addr, &addr, sizeof(addr)) &&

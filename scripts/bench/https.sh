@@ -28,21 +28,15 @@ for _ in $(seq 100); do [ -s "$dir/ready" ] && break; sleep 0.05; done
 [ -s "$dir/ready" ] || { echo "https.sh: the server did not start" >&2; exit 1; }
 
 loop="i=0; while [ \$i -lt $n ]; do curl -sk -o /dev/null https://localhost:$port/status/200 || exit 1; i=\$((i+1)); done"
-ratios=()
-for ((i = 0; i < pairs; i++)); do
-	if ((i % 2)); then
-		on=$(elapsed_us "$TP" run --quiet --no-db -- sh -c "$loop")
-		off=$(elapsed_us sh -c "$loop")
-	else
-		off=$(elapsed_us sh -c "$loop")
-		on=$(elapsed_us "$TP" run --quiet --no-db -- sh -c "$loop")
-	fi
-	r=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
-	ratios+=("$r")
-	echo "pair $i: without $((off / 1000)) ms, with $((on / 1000)) ms, ratio $r"
-done
-printf '%s\n' "${ratios[@]}" | median | awk -v n="$n" -v p="$pairs" \
-	'{ printf "%d HTTPS requests (curl): median ratio with/without collector %.4f over %d interleaved pairs\n", n, $1, p }'
+fetch() {
+	local run=()
+	[ "$1" = on ] && run=("$TP" run --quiet --no-db --)
+	echo $(($(elapsed_us "${run[@]}" sh -c "$loop") / 1000))
+}
+
+interleave "$pairs" " ms" fetch
+awk -v r="$RATIO" -v n="$n" -v p="$pairs" 'BEGIN {
+	printf "%d HTTPS requests (curl): median ratio with/without collector %.4f over %d interleaved pairs\n", n, r, p }'
 
 # Cost per event, in a run of its own: bpf_stats itself adds a clock read per run.
 BPF_STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled)

@@ -36,3 +36,25 @@ with_bpf_stats() {
 	trap 'sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f ${CLEANUP:-}' EXIT
 	sysctl -qw kernel.bpf_stats_enabled=1
 }
+
+# Interleaved pairs: runs "$@ off" and "$@ on" PAIRS times, alternating which goes
+# first so drift in the machine favours neither side; each call prints one number
+# (a duration). Prints a line per pair and leaves the median ratio on/off in RATIO.
+#   interleave PAIRS UNIT measure_fn
+interleave() {
+	local pairs=$1 unit=$2 fn=$3 on off r i
+	local ratios=()
+	for ((i = 0; i < pairs; i++)); do
+		if ((i % 2)); then
+			on=$("$fn" on)
+			off=$("$fn" off)
+		else
+			off=$("$fn" off)
+			on=$("$fn" on)
+		fi
+		r=$(awk -v a="$on" -v b="$off" 'BEGIN { printf "%.4f", a / b }')
+		ratios+=("$r")
+		echo "pair $i: without $off$unit, with $on$unit, ratio $r"
+	done
+	RATIO=$(printf '%s\n' "${ratios[@]}" | median)
+}

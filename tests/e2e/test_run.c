@@ -391,6 +391,9 @@ TEST(TIER_E2E, doctor_reports_this_host)
 	snprintf(want, sizeof(want), "ok   cgroup2    %s\n", tu_cgroup_root());
 	ASSERT_TRUE(strstr(r.out, want) != NULL, "finds the cgroup2 mount this test found");
 	ASSERT_TRUE(strstr(r.out, "ok   bpf") != NULL, "BPF loads");
+	/* This host has one copy of each (/lib is /usr/lib): each probed once, by inode. */
+	ASSERT_TRUE(strstr(r.out, "libssl.so.3 x1, libgnutls.so.30 x1, libc.so.6 x1") != NULL,
+		    "the TLS libraries and libc are found and probed");
 	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "fits 80 columns");
 	tu_tp(&r, 30, "doctor", "--json", NULL);
 	d = tu_parse_json(r.out);

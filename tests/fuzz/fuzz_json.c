@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-/* libFuzzer target: the JSON parser, and the writer re-reading what it parsed. */
+/*
+ * libFuzzer target: the JSON parser, the writer re-reading what it parsed, and a
+ * stored task record read back and summarised (as `show` does with a damaged row).
+ */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
+#include "task.h"
 
 static void write_value(struct jw *w, const struct json *j)
 {
@@ -61,6 +65,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!again)
 		abort();
 	json_free(again);
+	{
+		struct task_record t;
+		FILE *nul = fopen("/dev/null", "w");
+
+		if (!task_from_json(&t, j) && nul)
+			task_print_summary(nul, &t);
+		if (nul)
+			fclose(nul);
+		task_record_fini(&t);
+	}
 	json_free(j);
 	free(buf);
 	return 0;
