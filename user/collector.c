@@ -21,6 +21,7 @@
 #include "htab.h"
 #include "net.h"
 #include "taskprobe.skel.h"
+#include "uprobe.h"
 #include "util.h"
 
 #define DEFAULT_RINGBUF_BYTES (4u << 20)
@@ -96,8 +97,11 @@ struct collector {
 	void *exec_ctx;
 	struct lib_copy libs[MAX_LIBS];
 	int nlibs;
-	struct bpf_link **links; /* uprobes */
+	struct bpf_link **links; /* uprobes, one per function (perf events) */
 	size_t nlinks;
+	int *ufds; /* or uprobe_multi links, one per program and library copy */
+	size_t nufds;
+	bool uprobe_multi;
 	struct lib_scan scans[MAX_SCANS];
 	int nscans;
 	__u64 lib_attach_errors;
@@ -336,6 +340,65 @@ static struct bpf_program *probe_prog(struct collector *c, const struct probe *p
 	return strstr(p->func, "_ex") ? k->progs.tp_ssl_read_ex : k->progs.tp_ssl_read;
 }
 
+static bool grow(void **arr, size_t n, size_t size)
+{
+	void *p = realloc(*arr, (n + 1) * size);
+
+	if (p)
+		*arr = p;
+	return p != NULL;
+}
+
+/* One uprobe_multi link per program: all its functions in this copy at once. */
+static void attach_lib_multi(struct collector *c, enum lib_kind lib, const char *path)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
+		struct bpf_program *prog = probe_prog(c, &probes[i]);
+		unsigned long offs[ARRAY_SIZE(probes)];
+		size_t n = 0;
+		bool first = true;
+		int fd;
+
+		if (probes[i].lib != lib)
+			continue;
+		/* Done already with an earlier probe of the same program and direction? */
+		for (size_t k = 0; k < i; k++)
+			if (probes[k].lib == lib && probes[k].ret == probes[i].ret &&
+			    probe_prog(c, &probes[k]) == prog)
+				first = false;
+		if (!first)
+			continue;
+		for (size_t k = i; k < ARRAY_SIZE(probes); k++) {
+			long off;
+
+			if (probes[k].lib != lib || probes[k].ret != probes[i].ret ||
+			    probe_prog(c, &probes[k]) != prog)
+				continue;
+			off = uprobe_func_offset(path, probes[k].func);
+			if (off < 0) {
+				c->lib_attach_errors++;
+				tp_verbose_log("no %s in %s", probes[k].func, path);
+				continue;
+			}
+			offs[n++] = (unsigned long)off;
+		}
+		if (!n)
+			continue;
+		fd = uprobe_multi_attach(prog, path, offs, n, probes[i].ret);
+		if (fd < 0) {
+			c->lib_attach_errors++;
+			tp_verbose_log("cannot probe %s in %s: %s", probes[i].func, path,
+				       strerror(-fd));
+			continue;
+		}
+		if (!grow((void **)&c->ufds, c->nufds, sizeof(*c->ufds))) {
+			close(fd);
+			continue;
+		}
+		c->ufds[c->nufds++] = fd;
+	}
+}
+
 /* Probes one copy of a library (a path that opens it); each copy once, by inode. */
 static void attach_lib(struct collector *c, enum lib_kind lib, const char *path)
 {
@@ -351,10 +414,14 @@ static void attach_lib(struct collector *c, enum lib_kind lib, const char *path)
 		return;
 	}
 	c->libs[c->nlibs++] = (struct lib_copy){ st.st_dev, st.st_ino, lib };
+	if (c->uprobe_multi) {
+		attach_lib_multi(c, lib, path);
+		return;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = probes[i].func,
 			    .retprobe = probes[i].ret);
-		struct bpf_link *l, **grown;
+		struct bpf_link *l;
 
 		if (probes[i].lib != lib)
 			continue;
@@ -365,12 +432,10 @@ static void attach_lib(struct collector *c, enum lib_kind lib, const char *path)
 				       strerror(errno));
 			continue;
 		}
-		grown = realloc(c->links, (c->nlinks + 1) * sizeof(*grown));
-		if (!grown) {
+		if (!grow((void **)&c->links, c->nlinks, sizeof(*c->links))) {
 			bpf_link__destroy(l);
 			continue;
 		}
-		c->links = grown;
 		c->links[c->nlinks++] = l;
 	}
 }
@@ -454,6 +519,38 @@ static void run_lib_scans(struct collector *c)
 	}
 }
 
+/* Opens, configures and loads the skeleton; the uprobe programs for uprobe_multi. */
+static int load_skel(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes)
+{
+	struct taskprobe_bpf *k;
+	int err;
+
+	c->skel = k = taskprobe_bpf__open();
+	if (!k)
+		return -errno;
+	err = bpf_map__set_max_entries(k->maps.events, rb_bytes);
+	if (err)
+		return err;
+	k->rodata->wakeup_bytes = rb_bytes / 4;
+	k->rodata->capture_args = opts && opts->capture_args;
+	if (kernel_stamps_queueing()) {
+		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
+		k->rodata->use_sched_info = true;
+		bpf_program__set_autoload(k->progs.tp_sched_wakeup, false);
+		bpf_program__set_autoload(k->progs.tp_sched_wakeup_new, false);
+	}
+	if (c->uprobe_multi) {
+		struct bpf_program *up[] = { k->progs.tp_getaddrinfo, k->progs.tp_getaddrinfo_ret,
+					     k->progs.tp_ssl_write,   k->progs.tp_ssl_read,
+					     k->progs.tp_ssl_read_ex, k->progs.tp_tls_read_ret,
+					     k->progs.tp_gnutls_send, k->progs.tp_gnutls_recv };
+
+		for (size_t i = 0; i < ARRAY_SIZE(up); i++)
+			bpf_program__set_expected_attach_type(up[i], 48 /* TRACE_UPROBE_MULTI */);
+	}
+	return taskprobe_bpf__load(k);
+}
+
 struct collector *collector__open(const struct collector_opts *opts)
 {
 	__u32 rb_bytes = opts && opts->ringbuf_bytes ? opts->ringbuf_bytes : DEFAULT_RINGBUF_BYTES;
@@ -479,23 +576,16 @@ struct collector *collector__open(const struct collector_opts *opts)
 		goto cleanup;
 	}
 
-	c->skel = taskprobe_bpf__open();
-	if (!c->skel) {
-		err = -errno;
-		goto cleanup;
+	c->uprobe_multi = uprobe_multi_supported();
+	err = load_skel(c, opts, rb_bytes);
+	if (err && c->uprobe_multi) {
+		/* A kernel that says 6.6 but lacks them: per-function uprobes instead. */
+		tp_verbose_log("uprobe_multi programs do not load (%s): plain uprobes",
+			       strerror(-err));
+		taskprobe_bpf__destroy(c->skel);
+		c->uprobe_multi = false;
+		err = load_skel(c, opts, rb_bytes);
 	}
-	err = bpf_map__set_max_entries(c->skel->maps.events, rb_bytes);
-	if (err)
-		goto cleanup;
-	c->skel->rodata->wakeup_bytes = rb_bytes / 4;
-	c->skel->rodata->capture_args = opts && opts->capture_args;
-	if (kernel_stamps_queueing()) {
-		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
-		c->skel->rodata->use_sched_info = true;
-		bpf_program__set_autoload(c->skel->progs.tp_sched_wakeup, false);
-		bpf_program__set_autoload(c->skel->progs.tp_sched_wakeup_new, false);
-	}
-	err = taskprobe_bpf__load(c->skel);
 	if (err)
 		goto cleanup;
 	err = taskprobe_bpf__attach(c->skel);
@@ -541,22 +631,24 @@ static void close_all_but(int *keep, size_t n)
  * waits; this process goes on at once. The probes drop every call meanwhile (no
  * cgroup is tracked any more).
  */
-static void release_links(struct bpf_link **links, size_t n)
+static void release_links(struct bpf_link **links, size_t n, int *fds, size_t nfds)
 {
 	int p[2] = { -1, -1 };
-	pid_t pid = n && !pipe2(p, O_CLOEXEC) ? fork() : -1;
+	pid_t pid = n + nfds && !pipe2(p, O_CLOEXEC) ? fork() : -1;
 
 	if (pid == 0) {
 		if (fork() == 0) {
-			int *keep = calloc(n + 1, sizeof(*keep));
+			int *keep = calloc(n + nfds + 1, sizeof(*keep));
 			char b;
 
 			if (keep) {
 				for (size_t i = 0; i < n; i++)
 					keep[i] = bpf_link__fd(links[i]);
-				keep[n] = p[0];
+				for (size_t i = 0; i < nfds; i++)
+					keep[n + i] = fds[i];
+				keep[n + nfds] = p[0];
 				/* Nothing else: not stdio, the database or its lock, pipes. */
-				close_all_but(keep, n + 1);
+				close_all_but(keep, n + nfds + 1);
 				/* EOF: the parent's references are gone; ours are the last. */
 				while (read(p[0], &b, 1) > 0)
 					;
@@ -569,6 +661,8 @@ static void release_links(struct bpf_link **links, size_t n)
 		waitpid(pid, NULL, 0);
 	for (size_t i = 0; i < n; i++)
 		bpf_link__destroy(links[i]);
+	for (size_t i = 0; i < nfds; i++)
+		close(fds[i]);
 	if (p[0] >= 0) {
 		close(p[0]);
 		close(p[1]);
@@ -582,8 +676,9 @@ void collector__free(struct collector *c)
 	ring_buffer__free(c->rb);
 	for (int i = 0; i < TP_MAX_TASKS; i++)
 		slot_reset(&c->slots[i]);
-	release_links(c->links, c->nlinks);
+	release_links(c->links, c->nlinks, c->ufds, c->nufds);
 	free(c->links);
+	free(c->ufds);
 	taskprobe_bpf__destroy(c->skel);
 	free(c->percpu_buf);
 	free(c);
