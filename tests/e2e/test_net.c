@@ -165,7 +165,9 @@ TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
 		       " $L curl -sk -m 20 https://slow.s3.amazonaws.com/;"
 		       " $L curl -sk https://gone.s3.amazonaws.com/;"
 		       " $L curl -s http://reset.s3.amazonaws.com/;"
-		       " $L curl -sk https://reset.s3.amazonaws.com/; true",
+		       " $L curl -sk https://reset.s3.amazonaws.com/;"
+		       " $L curl -s http://nosuch.example.test/;"
+		       " $L curl -s --http2-prior-knowledge http://plain.example.test/; true",
 		       &r);
 	ASSERT_EQ(r.status, 0, "task");
 	if (!rec)
@@ -176,7 +178,11 @@ TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
 	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.other"), 0, "other");
 	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), snmp(lab, "ActiveOpens") - opens,
 		  "attempts: as ActiveOpens");
-	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 5, "5 attempts");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 6, "6 attempts (one HTTP/2)");
+	ASSERT_EQ(tu_metric(rec, "net.dns.lookups"), 7, "a lookup per curl");
+	ASSERT_EQ(tu_metric(rec, "net.dns.failures"), 1, "the unknown name");
+	ASSERT_EQ(tu_metric(rec, "http.h2_connections"), 1, "HTTP/2: counted, not decoded");
+	ASSERT_EQ(tu_metric(rec, "http.requests"), 0, "and no HTTP/1 request made of it");
 	/* The kernel counts attempts it ended itself; curl closed the unreachable one. */
 	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_failures.refused") +
 			  tu_metric(rec, "net.tcp.connect_failures.timeout"),
@@ -199,9 +205,10 @@ TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
 
 	/* Across stored tasks, by remote host name and by address. */
 	tu_tp(&r, 30, "count", "http.failures", "--db", db, "--host", "*.s3.amazonaws.com",
-	      "--since", "7d", "--json", NULL);
+	      "--since", "7d", "--by", "instance_type", "--json", NULL);
 	res = tu_parse_json(r.out);
 	ASSERT_EQ(tu_num(res, "sum"), 4, "count http.failures --host '*.s3.amazonaws.com'");
+	ASSERT_EQ(json_len(json_get(res, "groups")), 1, "one instance type");
 	tu_tp(&r, 30, "count", "http.failures", "--db", db, "--host", "slow.*", "--json", NULL);
 	res = tu_parse_json(r.out);
 	ASSERT_EQ(tu_num(res, "sum"), 1, "count --host slow.*");
@@ -211,8 +218,8 @@ TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
 	ASSERT_EQ(tu_num(res, "sum"), 1, "count --host by address");
 	tu_tp(&r, 30, "hist", json_get(rec, "id")->str, "tcp_connect", "--db", db, "--json", NULL);
 	res = tu_parse_json(r.out);
-	ASSERT_EQ(tu_num(json_get(res, "net.tcp.connect_latency"), "count"), 2,
-		  "connect latency of the 2 established connections");
+	ASSERT_EQ(tu_num(json_get(res, "net.tcp.connect_latency"), "count"), 3,
+		  "connect latency of the 3 established connections");
 	tu_tp(&r, 30, "show", json_get(rec, "id")->str, "--db", db, NULL);
 	ASSERT_TRUE(strstr(r.out, "gone.s3.amazonaws.com (10.251.0.4:443)") != NULL,
 		    "show lists endpoints by name (address)");
