@@ -26,6 +26,7 @@
 #define ENETUNREACH 101
 #define EHOSTDOWN 112
 #define ENETDOWN 100
+#define E2BIG 7
 
 /* Bytes of a request or response looked at: the method and Host must be within. */
 #define HTTP_SCAN 512
@@ -154,8 +155,6 @@ static __always_inline void add(__u64 *p, __u64 n)
 		if (__c)                                                                           \
 			add(&__c->field, (n));                                                     \
 	} while (0)
-
-#define E2BIG 7
 
 static __always_inline struct tp_sock *sock_of(const struct sock *sk)
 {

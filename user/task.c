@@ -204,16 +204,14 @@ static void print_io_mem(FILE *f, const struct task_record *t)
 		tp_fmt_bytes(a, sizeof(a), g->ioac.read_bytes),
 		tp_fmt_bytes(b, sizeof(b), g->ioac.write_bytes), (unsigned long long)g->io_read_ops,
 		(unsigned long long)g->io_write_ops);
+	/* Two lines: with long figures, one would pass 80 columns. */
 	if (g->io_latency.count)
-		fprintf(f, "             latency p50 %s, p99 %s; syscalls read %s, wrote %s\n",
+		fprintf(f, "             latency p50 %s, p99 %s\n",
 			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->io_latency, 0.50)),
-			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->io_latency, 0.99)),
-			tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
-			tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
-	else
-		fprintf(f, "             syscalls read %s, wrote %s\n",
-			tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
-			tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
+			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->io_latency, 0.99)));
+	fprintf(f, "             syscalls read %s, wrote %s\n",
+		tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
+		tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
 	tp_fmt_bytes(a, sizeof(a), task_mem_peak(t, &src));
 	fprintf(f, "  memory     peak %s (%s), %llu OOM kills\n", a, src,
 		(unsigned long long)g->oom_kills);

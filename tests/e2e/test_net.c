@@ -223,6 +223,9 @@ TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
 	tu_tp(&r, 30, "show", json_get(rec, "id")->str, "--db", db, NULL);
 	ASSERT_TRUE(strstr(r.out, "gone.s3.amazonaws.com (10.251.0.4:443)") != NULL,
 		    "show lists endpoints by name (address)");
+	ASSERT_TRUE(strstr(r.out, "HTTP/2 connections: their requests are not decoded") != NULL,
+		    "the summary says HTTP/2 is not decoded");
+	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "the summary fits 80 columns");
 }
 
 TEST(TIER_E2E, keepalive_requests_and_gnutls_git_counted)
