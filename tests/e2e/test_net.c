@@ -364,3 +364,37 @@ TEST(TIER_E2E, a_private_copy_of_libssl_is_probed)
 	ASSERT_EQ(tu_num(http_host(rec, "bucket.s3.amazonaws.com"), "requests"), 2,
 		  "both requests seen through the copy");
 }
+
+TEST(TIER_E2E, a_tls_server_inside_the_task_is_not_counted_as_a_client)
+{
+	const char *lab = tu_netlab(""), *db = tu_tmp("tp.db"), *json = tu_tmp("task.json");
+	char script[4096];
+	const struct json *rec, *h;
+	struct tu_result r;
+
+	if (!lab)
+		return;
+	/*
+	 * Server and client both in the task, on the lab client's loopback: the server
+	 * reads requests and writes responses through the same OpenSSL calls.
+	 */
+	snprintf(script, sizeof(script),
+		 "L='%s %s'; $L python3 scripts/netlab/server.py --dir %s"
+		 " --serve 127.0.0.1:18443:https & S=$!; i=0;"
+		 " while [ ! -s %s/ready ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done;"
+		 " for s in 200 503 429; do $L curl -sk -o /dev/null"
+		 " https://localhost:18443/status/$s; done; kill $S",
+		 LAB, lab, lab, lab);
+	/* The lab's own server wrote ready already: start from an empty one. */
+	unlink(tu_tmp("lab/ready"));
+	tu_tp(&r, 120, "run", "--quiet", "--db", db, "--json", json, "--", "sh", "-c", script,
+	      NULL);
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	h = http_host(rec, "localhost");
+	ASSERT_EQ(tu_num(h, "requests"), 3, "3 requests: the client's, not the server's too");
+	ASSERT_EQ(tu_num(h, "failures"), 2, "the 503 and the 429");
+	ASSERT_EQ(tu_metric(rec, "http.requests"), 3, "no other host");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 3, "accepted sockets are not connects");
+}
