@@ -634,6 +634,18 @@ static int net_driver(void *arg)
 		close(c);
 	}
 	close(lfd);
+	/* Once over IPv6 loopback, to the same closed port. */
+	{
+		struct sockaddr_in6 a6 = { .sin6_family = AF_INET6,
+					   .sin6_port = closed.sin_port,
+					   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+		c = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c < 0 || !connect(c, (struct sockaddr *)&a6, sizeof(a6)) ||
+		    errno != ECONNREFUSED)
+			return 8;
+		close(c);
+	}
 	return 0;
 }
 
@@ -644,6 +656,7 @@ TEST(TIER_BPF, tcp_figures_exact_on_loopback)
 	struct net_figures nf = { 0 };
 	struct task_figures f;
 	const struct http_host *h;
+	bool v6 = false;
 
 	http_ports_default(&ports);
 	if (!fixture_open(&fx, 0))
@@ -652,9 +665,9 @@ TEST(TIER_BPF, tcp_figures_exact_on_loopback)
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
 	ASSERT_OK(collector__net(fx.c, fx.slot, &ports, &nf), "net figures");
 	/* Only the client ends count: accepted sockets are the server's, not connects. */
-	ASSERT_EQ(nf.tcp.attempts, NET_OK + 3 + NET_REFUSED, "connect attempts");
+	ASSERT_EQ(nf.tcp.attempts, NET_OK + 3 + NET_REFUSED + 1, "connect attempts");
 	ASSERT_EQ(nf.tcp.connects, NET_OK + 3, "established");
-	ASSERT_EQ(nf.tcp.failures[TP_CONN_REFUSED], NET_REFUSED, "refused");
+	ASSERT_EQ(nf.tcp.failures[TP_CONN_REFUSED], NET_REFUSED + 1, "refused");
 	ASSERT_EQ(nf.tcp.failures[TP_CONN_TIMEOUT] + nf.tcp.failures[TP_CONN_UNREACHABLE] +
 			  nf.tcp.failures[TP_CONN_OTHER],
 		  0, "no other failures");
@@ -664,7 +677,14 @@ TEST(TIER_BPF, tcp_figures_exact_on_loopback)
 	ASSERT_EQ(nf.tcp.rx_bytes, NET_OK * NET_RECV + strlen(HTTP_RESP),
 		  "bytes received, exactly");
 	ASSERT_EQ(nf.connect_latency.count, NET_OK + 3, "a latency per established connect");
-	ASSERT_EQ(nf.neps, 2, "two endpoints: the listener and the closed port");
+	ASSERT_EQ(nf.neps, 3, "three endpoints: the listener, the closed port, its IPv6 twin");
+	for (size_t i = 0; i < nf.neps; i++)
+		if (!strncmp(nf.eps[i].address, "[::1]:", 6)) {
+			ASSERT_EQ(nf.eps[i].c.failures[TP_CONN_REFUSED], 1,
+				  "IPv6 endpoint refused");
+			v6 = true;
+		}
+	ASSERT_TRUE(v6, "the IPv6 endpoint is shown as [::1]:PORT");
 	ASSERT_EQ(nf.nhosts, 1, "one HTTP host");
 	h = nf.nhosts ? &nf.hosts[0] : NULL;
 	if (h) {

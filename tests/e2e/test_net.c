@@ -396,5 +396,6 @@ TEST(TIER_E2E, a_tls_server_inside_the_task_is_not_counted_as_a_client)
 	ASSERT_EQ(tu_num(h, "requests"), 3, "3 requests: the client's, not the server's too");
 	ASSERT_EQ(tu_num(h, "failures"), 2, "the 503 and the 429");
 	ASSERT_EQ(tu_metric(rec, "http.requests"), 3, "no other host");
-	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 3, "accepted sockets are not connects");
+	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 3,
+		  "accepted sockets are not connects");
 }
