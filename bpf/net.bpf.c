@@ -19,6 +19,7 @@
 #define AF_INET 2
 #define AF_INET6 10
 #define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
 #define ECONNREFUSED 111
 #define ECONNRESET 104
 #define ETIMEDOUT 110
@@ -120,7 +121,7 @@ struct scan_buf {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 3); /* enum scan_user */
 	__type(key, __u32);
 	__type(value, struct scan_buf);
 } scan SEC(".maps");
@@ -517,11 +518,15 @@ static __always_inline void http_response(struct http_conn *hc, const char *b)
 	http_emit(hc, TP_HTTP_RESPONSE, status);
 }
 
-static __always_inline struct scan_buf *scan_buf(void)
-{
-	__u32 zero = 0;
+/*
+ * A scratch buffer per CPU and per context that can interrupt another: uprobes run
+ * in process context, egress packets there or in softirq, ingress in softirq.
+ */
+enum scan_user { SCAN_UPROBE, SCAN_EGRESS, SCAN_INGRESS, SCAN_USERS };
 
-	return bpf_map_lookup_elem(&scan, &zero);
+static __always_inline struct scan_buf *scan_buf(__u32 user)
+{
+	return bpf_map_lookup_elem(&scan, &user);
 }
 
 /* ---- TLS libraries: the plaintext passes through their read/write calls ---- */
@@ -538,7 +543,7 @@ static __always_inline int tls_write(void *handle, const void *buf, __s64 len, _
 	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
 	if (!ci)
 		return 0;
-	sb = scan_buf();
+	sb = scan_buf(SCAN_UPROBE);
 	if (!sb)
 		return 0;
 	n = len < HTTP_SCAN ? (__u32)len : HTTP_SCAN;
@@ -663,28 +668,230 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 
 /* ---- plaintext HTTP: the task cgroup's own packets ---- */
 
-/* Offset of the TCP payload and its sequence number, or 0 when not TCP. */
-static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 *seq)
+/* Offset of the transport header and its protocol, or 0. */
+static __always_inline __u32 l4_offset(struct __sk_buff *skb, __u8 *proto)
 {
-	__u8 b0, proto, doff;
-	__u32 off;
+	__u8 b0;
 
 	if (bpf_skb_load_bytes(skb, 0, &b0, 1))
 		return 0;
-	if ((b0 >> 4) == 4) {
-		if (bpf_skb_load_bytes(skb, 9, &proto, 1) || proto != IPPROTO_TCP)
-			return 0;
-		off = (b0 & 0xf) * 4;
-	} else if ((b0 >> 4) == 6) {
-		if (bpf_skb_load_bytes(skb, 6, &proto, 1) || proto != IPPROTO_TCP)
-			return 0;
-		off = 40;
-	} else {
-		return 0;
-	}
+	if ((b0 >> 4) == 4)
+		return bpf_skb_load_bytes(skb, 9, proto, 1) ? 0 : (b0 & 0xf) * 4;
+	if ((b0 >> 4) == 6)
+		return bpf_skb_load_bytes(skb, 6, proto, 1) ? 0 : 40;
+	return 0;
+}
+
+/* Offset of the TCP payload and its sequence number, or 0 when not TCP. */
+static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 off, __u32 *seq)
+{
+	__u8 doff;
+
 	if (bpf_skb_load_bytes(skb, off + 4, seq, 4) || bpf_skb_load_bytes(skb, off + 12, &doff, 1))
 		return 0;
 	return off + (doff >> 4) * 4;
+}
+
+/* ---- DNS on the wire: queries and answers of any resolver, not only glibc's ---- */
+
+#define DNS_PORT 53
+#define DNS_ANSWERS 8
+#define DNS_ADDRS 4 /* addresses kept from one answer */
+
+struct dns_walk {
+	__u32 at;    /* offset in the scan buffer */
+	__u32 n;     /* bytes in it */
+	__u32 out;   /* bytes of the name written */
+	__u32 label; /* bytes left of the current label */
+	__u32 done;
+	char name[TP_DNS_NAME_LEN];
+};
+
+/* bpf_loop step: one byte of the question's name, labels turned into dots. */
+static long dns_name_step(__u32 i, void *ctx)
+{
+	struct dns_walk *w = ctx;
+	struct scan_buf *sb = scan_buf(SCAN_INGRESS);
+	__u8 c;
+
+	if (!sb || w->at >= w->n || w->at >= HTTP_SCAN)
+		return 1;
+	c = (__u8)sb->b[w->at & (HTTP_SCAN - 1)];
+	w->at++;
+	if (w->label) {
+		w->label--;
+		if (w->out < TP_DNS_NAME_LEN - 1)
+			w->name[w->out++ & (TP_DNS_NAME_LEN - 1)] = lower((char)c);
+		return 0;
+	}
+	if (!c) { /* the root: the name is complete */
+		w->done = 1;
+		return 1;
+	}
+	if (c >= 64) /* a pointer in a question: not parsed */
+		return 1;
+	if (w->out && w->out < TP_DNS_NAME_LEN - 1)
+		w->name[w->out++ & (TP_DNS_NAME_LEN - 1)] = '.';
+	w->label = c;
+	return 0;
+}
+
+static __always_inline __u16 be16(const char *b, __u32 at)
+{
+	return (__u16)((__u8)b[at & (HTTP_SCAN - 1)] << 8 | (__u8)b[(at + 1) & (HTTP_SCAN - 1)]);
+}
+
+struct dns_answers {
+	__u32 off;
+	__u32 n;
+	__u32 naddrs;
+	__u32 pad;
+	struct tp_addr addrs[DNS_ADDRS];
+};
+
+/*
+ * The walk's state lives in a per-CPU map, not on the stack: loaded from a map, its
+ * values are unknown to the verifier, so the callback is verified once, not once per
+ * distinct offset.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dns_answers);
+} dns_parse SEC(".maps");
+
+/* bpf_loop step: one answer record; an A or AAAA one gives an address. */
+static long dns_answer_step(__u32 i, void *ctx)
+{
+	struct scan_buf *sb = scan_buf(SCAN_INGRESS);
+	__u32 zero = 0;
+	struct dns_answers *a = bpf_map_lookup_elem(&dns_parse, &zero);
+	__u32 k;
+	__u32 off, o;
+	__u16 type, rdlen;
+
+	if (!a)
+		return 1;
+	off = a->off;
+	if (!sb || off + 12 > a->n || ((__u8)sb->b[off & (HTTP_SCAN - 1)] & 0xc0) != 0xc0)
+		return 1;
+	type = be16(sb->b, off + 2);
+	rdlen = be16(sb->b, off + 10);
+	off += 12;
+	if (off + rdlen > a->n)
+		return 1;
+	a->off = off + rdlen;
+	if (!((type == 1 && rdlen == 4) || (type == 28 && rdlen == 16)))
+		return 0;
+	o = off & (HTTP_SCAN - 1);
+	k = a->naddrs;
+	if (o > HTTP_SCAN - 16 || k >= DNS_ADDRS)
+		return 1;
+	a->addrs[k].family = type == 1 ? AF_INET : AF_INET6;
+	/* 16 bytes either way: an A record's 12 past it are cleared after. */
+	__builtin_memcpy(a->addrs[k].addr, sb->b + o, 16);
+	if (type == 1)
+		__builtin_memset(a->addrs[k].addr + 4, 0, 12);
+	a->naddrs = k + 1;
+	return 0;
+}
+
+/*
+ * An answer to one of the task's queries: counted, and its A/AAAA records sent up
+ * with the question's name. Answer owner names must be compressed (a pointer), as
+ * servers write them; anything else ends the walk.
+ */
+static __always_inline void dns_answer(struct __sk_buff *skb, __u32 off,
+				       const struct tp_cgroup_info *ci)
+{
+	struct dns_walk w = {};
+	struct dns_answers *a;
+	struct tp_net_stats *ns;
+	__u32 zero = 0;
+	struct tp_dns_event *e;
+	struct scan_buf *sb;
+	__u32 slot = ci->slot, n;
+	__u16 flags, ancount;
+	__u8 rcode;
+
+	sb = scan_buf(SCAN_INGRESS);
+	n = skb->len - off;
+	if (!sb || n < 12)
+		return;
+	if (n > HTTP_SCAN)
+		n = HTTP_SCAN;
+	if (bpf_skb_load_bytes(skb, off, sb->b, n))
+		return;
+	flags = be16(sb->b, 2);
+	if (!(flags & 0x8000)) /* QR: a query, not an answer */
+		return;
+	rcode = flags & 0xf;
+	ns = bpf_map_lookup_elem(&net_stats, &slot);
+	if (ns && rcode)
+		add(&ns->dns_query_failures, 1);
+	if (be16(sb->b, 4) != 1) /* one question, as resolvers ask */
+		return;
+	ancount = be16(sb->b, 6);
+	w.at = 12;
+	w.n = n;
+	bpf_loop(TP_DNS_NAME_LEN + 2, dns_name_step, &w, 0);
+	if (!w.done || !w.out)
+		return;
+	a = bpf_map_lookup_elem(&dns_parse, &zero);
+	if (!a)
+		return;
+	a->off = w.at + 4; /* QTYPE, QCLASS */
+	a->n = n;
+	a->naddrs = 0;
+	__builtin_memset(a->addrs, 0, sizeof(a->addrs));
+	if (!rcode)
+		bpf_loop(ancount < DNS_ANSWERS ? ancount : DNS_ANSWERS, dns_answer_step, NULL, 0);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		tp_count_lost(slot);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->hdr.type = TP_EV_DNS;
+	e->hdr.slot = ci->slot;
+	e->hdr.gen = ci->gen;
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	e->ret = rcode;
+	e->source = TP_DNS_PACKET;
+	__builtin_memcpy(e->name, w.name, sizeof(e->name));
+	__builtin_memcpy(e->addrs, a->addrs, sizeof(a->addrs));
+	e->naddrs = a->naddrs < DNS_ADDRS ? a->naddrs : DNS_ADDRS;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* A query the task sends (UDP to port 53): counted. */
+static __always_inline void dns_query(struct __sk_buff *skb, __u32 off)
+{
+	struct tp_cgroup_info *ci;
+	struct tp_net_stats *ns;
+	__u8 flags;
+	__u32 slot;
+
+	if (off + 12 > skb->len || bpf_skb_load_bytes(skb, off + 2, &flags, 1) || (flags & 0x80))
+		return;
+	ci = tp_cgroup_lookup(bpf_skb_cgroup_id(skb));
+	if (!ci)
+		return;
+	slot = ci->slot;
+	ns = bpf_map_lookup_elem(&net_stats, &slot);
+	if (ns)
+		add(&ns->dns_queries, 1);
+}
+
+/* UDP: the payload's offset when port (source or destination, by at) is DNS's. */
+static __always_inline __u32 dns_payload(struct __sk_buff *skb, __u32 off, __u32 at)
+{
+	__u16 port;
+
+	if (bpf_skb_load_bytes(skb, off + at, &port, 2) || bpf_ntohs(port) != DNS_PORT)
+		return 0;
+	return off + 8;
 }
 
 SEC("cgroup_skb/egress")
@@ -695,15 +902,25 @@ int tp_http_egress(struct __sk_buff *skb)
 	struct scan_buf *sb;
 	__u32 off, seq, n;
 	char head[8];
+	__u8 proto = 0;
 
-	off = tcp_payload(skb, &seq);
-	if (!off || off + 16 > skb->len || bpf_skb_load_bytes(skb, off, head, 8))
+	off = l4_offset(skb, &proto);
+	if (off && proto == IPPROTO_UDP) {
+		off = dns_payload(skb, off, 2);
+		if (off)
+			dns_query(skb, off);
+		return 1;
+	}
+	if (off && proto == IPPROTO_TCP)
+		off = tcp_payload(skb, off, &seq);
+	if (!off || proto != IPPROTO_TCP || off + 16 > skb->len ||
+	    bpf_skb_load_bytes(skb, off, head, 8))
 		return 1;
 	/* Most packets are not a request's first: two loads and out. */
 	if (!parse_method(head, head))
 		return 1;
 	ci = tp_cgroup_lookup(bpf_skb_cgroup_id(skb));
-	sb = scan_buf();
+	sb = scan_buf(SCAN_EGRESS);
 	if (!ci || !sb)
 		return 1;
 	n = skb->len - off;
@@ -721,11 +938,23 @@ int tp_http_ingress(struct __sk_buff *skb)
 {
 	struct http_key key = {};
 	struct http_conn *hc;
+	struct tp_cgroup_info *ci;
 	__u32 off, seq;
 	char head[16];
+	__u8 proto = 0;
 
-	off = tcp_payload(skb, &seq);
-	if (!off || off + 12 > skb->len || bpf_skb_load_bytes(skb, off, head, 12))
+	off = l4_offset(skb, &proto);
+	if (off && proto == IPPROTO_UDP) {
+		off = dns_payload(skb, off, 0);
+		ci = off ? tp_cgroup_lookup(bpf_skb_cgroup_id(skb)) : NULL;
+		if (ci)
+			dns_answer(skb, off, ci);
+		return 1;
+	}
+	if (off && proto == IPPROTO_TCP)
+		off = tcp_payload(skb, off, &seq);
+	if (!off || proto != IPPROTO_TCP || off + 12 > skb->len ||
+	    bpf_skb_load_bytes(skb, off, head, 12))
 		return 1;
 	if (*(__u32 *)head != W('H', 'T', 'T', 'P'))
 		return 1;
@@ -738,13 +967,38 @@ int tp_http_ingress(struct __sk_buff *skb)
 
 /* ---- getaddrinfo(): names the task resolved, and to what ---- */
 
+/*
+ * An address written as text ("10.0.0.1", "::1"): getaddrinfo() resolves nothing
+ * for it, so it is no lookup and no name.
+ */
+static __always_inline bool numeric_host(const char *node)
+{
+	char b[40];
+	bool colon = false;
+
+	if (bpf_probe_read_user_str(b, sizeof(b), node) <= 1)
+		return false;
+	for (int i = 0; i < (int)sizeof(b) && b[i]; i++)
+		colon |= b[i] == ':';
+	for (int i = 0; i < (int)sizeof(b); i++) {
+		char c = b[i];
+
+		if (!c)
+			return true;
+		if (!(c >= '0' && c <= '9') && c != '.' && c != ':' &&
+		    !(colon && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))))
+			return false;
+	}
+	return false;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(tp_getaddrinfo, const char *node, const char *service, const void *hints, void **res)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dns_call call;
 
-	if (!node || !tp_cgroup_lookup(bpf_get_current_cgroup_id()))
+	if (!node || !tp_cgroup_lookup(bpf_get_current_cgroup_id()) || numeric_host(node))
 		return 0;
 	call.node = (__u64)node;
 	call.res = (__u64)res;
@@ -810,6 +1064,8 @@ int BPF_KRETPROBE(tp_getaddrinfo_ret, int ret)
 			break;
 	}
 	e->naddrs = n;
+	e->source = TP_DNS_GETADDRINFO;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 out:
 	bpf_map_delete_elem(&dns_calls, &id);

@@ -108,7 +108,9 @@ struct tp_net_stats {
 	struct tp_net_counters tcp;
 	__u64 dns_lookups;
 	__u64 dns_failures;
-	__u64 endpoints_dropped; /* endpoint table full: counted in the totals only */
+	__u64 dns_queries;	  /* DNS queries on the wire (UDP port 53), any resolver */
+	__u64 dns_query_failures; /* answers with an error code (NXDOMAIN, SERVFAIL, ...) */
+	__u64 endpoints_dropped;  /* endpoint table full: counted in the totals only */
 	__u64 lat_count;
 	__u64 lat_sum_ns;
 	__u64 lat_hist[TP_HIST_SLOTS]; /* connect latency, SYN to established */
@@ -181,10 +183,14 @@ struct tp_addr {
 };
 
 /* One getaddrinfo() call of a task: the name, its result code, the addresses. */
+enum tp_dns_source { TP_DNS_GETADDRINFO, TP_DNS_PACKET };
+
 struct tp_dns_event {
 	struct tp_event_hdr hdr;
-	__s32 ret; /* getaddrinfo's return: 0 or an EAI_* code */
+	__s32 ret; /* getaddrinfo's return: 0 or an EAI_* code; a packet's RCODE */
 	__u32 naddrs;
+	__u32 source; /* enum tp_dns_source */
+	__u32 pad;
 	char name[TP_DNS_NAME_LEN];
 	struct tp_addr addrs[TP_DNS_ADDRS];
 };

@@ -248,6 +248,8 @@ int net_figures_build(struct net_figures *nf, const struct tp_net_stats *st,
 	nf->tcp = st->tcp;
 	nf->dns_lookups = st->dns_lookups;
 	nf->dns_failures = st->dns_failures;
+	nf->dns_queries = st->dns_queries;
+	nf->dns_query_failures = st->dns_query_failures;
 	nf->endpoints_dropped = st->endpoints_dropped;
 	nf->connect_latency.count = st->lat_count;
 	nf->connect_latency.sum = st->lat_sum_ns;
@@ -344,7 +346,8 @@ __u64 net_http_failures(const struct net_figures *nf, int kind)
 
 bool net_any(const struct net_figures *nf)
 {
-	return nf->tcp.attempts || nf->dns_lookups || nf->nhosts || nf->h2_connections;
+	return nf->tcp.attempts || nf->dns_lookups || nf->dns_queries || nf->nhosts ||
+	       nf->h2_connections;
 }
 
 static void write_counters(struct jw *w, const char *prefix, const struct tp_net_counters *c)
@@ -376,6 +379,8 @@ void net_write_metrics(struct jw *w, const struct net_figures *nf)
 	write_counters(w, "net.", &nf->tcp);
 	jw_ku64(w, "net.dns.lookups", nf->dns_lookups);
 	jw_ku64(w, "net.dns.failures", nf->dns_failures);
+	jw_ku64(w, "net.dns.queries", nf->dns_queries);
+	jw_ku64(w, "net.dns.query_failures", nf->dns_query_failures);
 	jw_ku64(w, "http.requests", net_http_requests(nf));
 	jw_ku64(w, "http.failures", net_http_failures(nf, -1));
 	for (int k = 0; k < HTTP_FAIL_KINDS; k++) {
@@ -479,6 +484,8 @@ int net_from_json(struct net_figures *nf, const struct json *metrics, const stru
 	read_counters(&nf->tcp, "net.", metrics);
 	nf->dns_lookups = (__u64)num(metrics, "net.dns.lookups");
 	nf->dns_failures = (__u64)num(metrics, "net.dns.failures");
+	nf->dns_queries = (__u64)num(metrics, "net.dns.queries");
+	nf->dns_query_failures = (__u64)num(metrics, "net.dns.query_failures");
 	nf->h2_connections = (__u64)num(metrics, "http.h2_connections");
 	nf->endpoints_dropped = (__u64)num(net, "endpoints_dropped");
 	if (n && !(nf->eps = calloc(n, sizeof(*nf->eps))))
@@ -540,9 +547,11 @@ void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
 		(unsigned long long)c->failures[TP_CONN_OTHER],
 		(unsigned long long)c->resets_received, (unsigned long long)c->resets_sent,
 		(unsigned long long)c->retransmits);
-	fprintf(f, "             sent %s, received %s; %llu DNS lookups, %llu failed\n",
-		tp_fmt_bytes(a, sizeof(a), c->tx_bytes), tp_fmt_bytes(b, sizeof(b), c->rx_bytes),
-		(unsigned long long)nf->dns_lookups, (unsigned long long)nf->dns_failures);
+	fprintf(f, "             sent %s, received %s\n", tp_fmt_bytes(a, sizeof(a), c->tx_bytes),
+		tp_fmt_bytes(b, sizeof(b), c->rx_bytes));
+	fprintf(f, "             DNS %llu lookups (%llu failed), %llu queries sent (%llu failed)\n",
+		(unsigned long long)nf->dns_lookups, (unsigned long long)nf->dns_failures,
+		(unsigned long long)nf->dns_queries, (unsigned long long)nf->dns_query_failures);
 	if (nf->connect_latency.count)
 		fprintf(f, "             connect latency p50 %s, p99 %s\n",
 			tp_fmt_dur(a, sizeof(a), hist_quantile(&nf->connect_latency, 0.50)),

@@ -54,6 +54,8 @@ struct net_figures {
 	struct tp_net_counters tcp;
 	__u64 dns_lookups;
 	__u64 dns_failures;
+	__u64 dns_queries;
+	__u64 dns_query_failures;
 	__u64 endpoints_dropped;
 	__u64 h2_connections; /* HTTP/2 connections seen: their requests are not decoded */
 	struct tp_hist connect_latency;

@@ -19,6 +19,7 @@
 #   10.251.0.5  plain.example.test        http :80
 #   10.251.0.6  closed.s3.amazonaws.com   nothing listens (refused)
 #   10.251.0.7  reset.s3.amazonaws.com    http :80 and https :443 reset mid-response
+# and a DNS server at 10.251.0.2:53 (UDP) that answers for these names.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -90,7 +91,7 @@ HOSTS
 	ip netns exec "${id}s" python3 "$here/server.py" --dir "$dir" --statuses "$statuses" \
 		--serve 10.251.0.2:443:https --serve 10.251.0.2:80:http \
 		--serve 10.251.0.5:80:http --serve 10.251.0.7:80:reset \
-		--serve 10.251.0.7:443:resets > "$dir/server.log" 2>&1 &
+		--serve 10.251.0.7:443:resets --serve 10.251.0.2:53:dns > "$dir/server.log" 2>&1 &
 	echo $! > "$dir/server.pid"
 	i=0
 	while [ ! -s "$dir/ready" ]; do

@@ -7,6 +7,8 @@ Each --serve ADDR:PORT:MODE starts one listener:
                 answers the next status of --statuses (then 200). The body is the
                 status and a newline, so byte counts are known.
   reset / resets  reads a request, writes "HTTP/1." and resets the connection.
+  dns           UDP: A records for the names of DIR/hosts (compressed, as servers
+                write them), no records for other types, NXDOMAIN for other names.
 Writes DIR/ready once every listener is bound.
 """
 import argparse
@@ -70,6 +72,41 @@ def serve_reset(conn):
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
+def dns_server(addr, port, hosts_path):
+    names = {}
+    with open(hosts_path) as f:
+        for line in f:
+            parts = line.split()
+            for name in parts[1:]:
+                names[name.lower()] = socket.inet_aton(parts[0])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, port))
+
+    def loop():
+        while True:
+            q, peer = s.recvfrom(512)
+            if len(q) < 17:
+                continue
+            labels, i = [], 12
+            while i < len(q) and q[i]:
+                labels.append(q[i + 1:i + 1 + q[i]].decode("latin-1"))
+                i += 1 + q[i]
+            qtype = struct.unpack("!H", q[i + 1:i + 3])[0]
+            question = q[12:i + 5]
+            addr4 = names.get(".".join(labels).lower())
+            if addr4 is None:
+                flags, answers = 0x8183, b""  # NXDOMAIN
+            elif qtype != 1:
+                flags, answers = 0x8180, b""
+            else:
+                flags = 0x8180
+                answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + addr4
+            head = q[:2] + struct.pack("!HHHHH", flags, 1, 1 if answers else 0, 0, 0)
+            s.sendto(head + question + answers, peer)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
 def listener(addr, port, mode, ctx, seq):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -112,7 +149,10 @@ def main():
     seq = Sequence(int(x) for x in a.statuses.split(",") if x)
     for spec in a.serve:
         addr, port, mode = spec.split(":")
-        listener(addr, int(port), mode, ctx, seq)
+        if mode == "dns":
+            dns_server(addr, int(port), os.path.join(a.dir, "hosts"))
+        else:
+            listener(addr, int(port), mode, ctx, seq)
     with open(os.path.join(a.dir, "ready"), "w") as f:
         f.write("%d\n" % os.getpid())
     threading.Event().wait()

@@ -399,3 +399,41 @@ TEST(TIER_E2E, a_tls_server_inside_the_task_is_not_counted_as_a_client)
 	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), 3,
 		  "accepted sockets are not connects");
 }
+
+TEST(TIER_E2E, dns_packets_of_a_resolver_without_glibc_name_endpoints)
+{
+	const char *lab = tu_netlab(""), *db = tu_tmp("tp.db"), *json = tu_tmp("task.json");
+	const struct json *rec, *ep;
+	struct tu_result r;
+
+	if (!lab)
+		return;
+	/* Python's own UDP queries to the lab's DNS server: no getaddrinfo() at all. */
+	rec = run_task(
+		lab, db, json,
+		"$L python3 -c 'import socket, struct\n"
+		"def query(name):\n"
+		"    q = struct.pack(\"!HHHHHH\", 7, 0x100, 1, 0, 0, 0)\n"
+		"    q += b\"\".join(bytes([len(p)]) + p.encode() for p in name.split(\".\"))\n"
+		"    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+		"    s.sendto(q + b\"\\0\\0\\1\\0\\1\", (\"10.251.0.2\", 53))\n"
+		"    a = s.recv(512)\n"
+		"    return socket.inet_ntoa(a[-4:]) if a[3] & 15 == 0 else None\n"
+		"ip = query(\"plain.example.test\")\n"
+		"assert query(\"nosuch.example.test\") is None\n"
+		"c = socket.create_connection((ip, 80))\n"
+		"c.sendall(b\"GET /status/200 HTTP/1.1\\r\\nHost: plain.example.test\\r\\n"
+		"Connection: close\\r\\n\\r\\n\")\n"
+		"while c.recv(4096): pass\n'",
+		&r);
+	ASSERT_EQ(r.status, 0, "task");
+	if (!rec)
+		return;
+	ASSERT_EQ(tu_metric(rec, "net.dns.lookups"), 0, "no getaddrinfo() call");
+	ASSERT_EQ(tu_metric(rec, "net.dns.queries"), 2, "two queries on the wire");
+	ASSERT_EQ(tu_metric(rec, "net.dns.query_failures"), 1, "the NXDOMAIN");
+	ep = endpoint(rec, "10.251.0.5:80");
+	ASSERT_TRUE(ep && !strcmp(json_get(ep, "names")->str, "plain.example.test"),
+		    "the endpoint has the name from the answer");
+	ASSERT_EQ(tu_num(http_host(rec, "plain.example.test"), "requests"), 1, "its request");
+}
