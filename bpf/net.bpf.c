@@ -698,23 +698,44 @@ static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 off, __u32
 #define DNS_ANSWERS 8
 #define DNS_ADDRS 4 /* addresses kept from one answer */
 
+/*
+ * The walk's state lives in a per-CPU map, not on the stack: loaded from a map, its
+ * values are unknown to the verifier, so a callback is verified once, not once per
+ * distinct offset (that took 105 ms of verification on the stack).
+ */
 struct dns_walk {
 	__u32 at;    /* offset in the scan buffer */
 	__u32 n;     /* bytes in it */
 	__u32 out;   /* bytes of the name written */
 	__u32 label; /* bytes left of the current label */
 	__u32 done;
+	__u32 naddrs;
 	char name[TP_DNS_NAME_LEN];
+	struct tp_addr addrs[DNS_ADDRS];
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dns_walk);
+} dns_parse SEC(".maps");
+
+static __always_inline struct dns_walk *dns_walk_state(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&dns_parse, &zero);
+}
 
 /* bpf_loop step: one byte of the question's name, labels turned into dots. */
 static long dns_name_step(__u32 i, void *ctx)
 {
-	struct dns_walk *w = ctx;
+	struct dns_walk *w = dns_walk_state();
 	struct scan_buf *sb = scan_buf(SCAN_INGRESS);
 	__u8 c;
 
-	if (!sb || w->at >= w->n || w->at >= HTTP_SCAN)
+	if (!w || !sb || w->at >= w->n || w->at >= HTTP_SCAN)
 		return 1;
 	c = (__u8)sb->b[w->at & (HTTP_SCAN - 1)];
 	w->at++;
@@ -741,39 +762,18 @@ static __always_inline __u16 be16(const char *b, __u32 at)
 	return (__u16)((__u8)b[at & (HTTP_SCAN - 1)] << 8 | (__u8)b[(at + 1) & (HTTP_SCAN - 1)]);
 }
 
-struct dns_answers {
-	__u32 off;
-	__u32 n;
-	__u32 naddrs;
-	__u32 pad;
-	struct tp_addr addrs[DNS_ADDRS];
-};
-
-/*
- * The walk's state lives in a per-CPU map, not on the stack: loaded from a map, its
- * values are unknown to the verifier, so the callback is verified once, not once per
- * distinct offset.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dns_answers);
-} dns_parse SEC(".maps");
-
 /* bpf_loop step: one answer record; an A or AAAA one gives an address. */
 static long dns_answer_step(__u32 i, void *ctx)
 {
 	struct scan_buf *sb = scan_buf(SCAN_INGRESS);
-	__u32 zero = 0;
-	struct dns_answers *a = bpf_map_lookup_elem(&dns_parse, &zero);
+	struct dns_walk *a = dns_walk_state();
 	__u32 k;
 	__u32 off, o;
 	__u16 type, rdlen;
 
 	if (!a)
 		return 1;
-	off = a->off;
+	off = a->at;
 	if (!sb || off + 12 > a->n || ((__u8)sb->b[off & (HTTP_SCAN - 1)] & 0xc0) != 0xc0)
 		return 1;
 	type = be16(sb->b, off + 2);
@@ -781,7 +781,7 @@ static long dns_answer_step(__u32 i, void *ctx)
 	off += 12;
 	if (off + rdlen > a->n)
 		return 1;
-	a->off = off + rdlen;
+	a->at = off + rdlen;
 	if (!((type == 1 && rdlen == 4) || (type == 28 && rdlen == 16)))
 		return 0;
 	o = off & (HTTP_SCAN - 1);
@@ -805,10 +805,8 @@ static long dns_answer_step(__u32 i, void *ctx)
 static __always_inline void dns_answer(struct __sk_buff *skb, __u32 off,
 				       const struct tp_cgroup_info *ci)
 {
-	struct dns_walk w = {};
-	struct dns_answers *a;
+	struct dns_walk *w = dns_walk_state();
 	struct tp_net_stats *ns;
-	__u32 zero = 0;
 	struct tp_dns_event *e;
 	struct scan_buf *sb;
 	__u32 slot = ci->slot, n;
@@ -817,7 +815,7 @@ static __always_inline void dns_answer(struct __sk_buff *skb, __u32 off,
 
 	sb = scan_buf(SCAN_INGRESS);
 	n = skb->len - off;
-	if (!sb || n < 12)
+	if (!w || !sb || n < 12)
 		return;
 	if (n > HTTP_SCAN)
 		n = HTTP_SCAN;
@@ -833,18 +831,13 @@ static __always_inline void dns_answer(struct __sk_buff *skb, __u32 off,
 	if (be16(sb->b, 4) != 1) /* one question, as resolvers ask */
 		return;
 	ancount = be16(sb->b, 6);
-	w.at = 12;
-	w.n = n;
-	bpf_loop(TP_DNS_NAME_LEN + 2, dns_name_step, &w, 0);
-	if (!w.done || !w.out)
+	__builtin_memset(w, 0, sizeof(*w));
+	w->at = 12;
+	w->n = n;
+	bpf_loop(TP_DNS_NAME_LEN + 2, dns_name_step, NULL, 0);
+	if (!w->done || !w->out)
 		return;
-	a = bpf_map_lookup_elem(&dns_parse, &zero);
-	if (!a)
-		return;
-	a->off = w.at + 4; /* QTYPE, QCLASS */
-	a->n = n;
-	a->naddrs = 0;
-	__builtin_memset(a->addrs, 0, sizeof(a->addrs));
+	w->at += 4; /* QTYPE, QCLASS */
 	if (!rcode)
 		bpf_loop(ancount < DNS_ANSWERS ? ancount : DNS_ANSWERS, dns_answer_step, NULL, 0);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -859,9 +852,9 @@ static __always_inline void dns_answer(struct __sk_buff *skb, __u32 off,
 	e->hdr.ts_ns = bpf_ktime_get_ns();
 	e->ret = rcode;
 	e->source = TP_DNS_PACKET;
-	__builtin_memcpy(e->name, w.name, sizeof(e->name));
-	__builtin_memcpy(e->addrs, a->addrs, sizeof(a->addrs));
-	e->naddrs = a->naddrs < DNS_ADDRS ? a->naddrs : DNS_ADDRS;
+	__builtin_memcpy(e->name, w->name, sizeof(e->name));
+	__builtin_memcpy(e->addrs, w->addrs, sizeof(w->addrs));
+	e->naddrs = w->naddrs < DNS_ADDRS ? w->naddrs : DNS_ADDRS;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
