@@ -41,6 +41,18 @@ _Static_assert(sizeof(struct tp_proc_stats) == 8 * 8, "ABI: tp_proc_stats");
 _Static_assert(sizeof(struct tp_io_stats) == (6 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
+_Static_assert(sizeof(struct tp_net_counters) == (8 + TP_CONN_FAILURE_KINDS) * 8,
+	       "ABI: tp_net_counters");
+_Static_assert(sizeof(struct tp_net_stats) ==
+		       sizeof(struct tp_net_counters) + (7 + TP_HIST_SLOTS) * 8,
+	       "ABI: tp_net_stats");
+_Static_assert(sizeof(struct tp_endpoint_key) == 32, "ABI: tp_endpoint_key");
+_Static_assert(sizeof(struct tp_addr) == 20, "ABI: tp_addr");
+_Static_assert(sizeof(struct tp_dns_event) ==
+		       32 + 16 + TP_DNS_NAME_LEN + TP_DNS_ADDRS * sizeof(struct tp_addr),
+	       "ABI: tp_dns_event");
+_Static_assert(sizeof(struct tp_http_event) == 32 + 8 + TP_HTTP_METHOD_LEN + TP_HTTP_HOST_LEN,
+	       "ABI: tp_http_event");
 
 /* The largest per-CPU value read through percpu_buf. */
 #define PERCPU_VALUE_MAX                                                                           \
