@@ -179,6 +179,14 @@ static __always_inline void tp_alive_add(__u32 slot, __s64 d)
 	tp_raise_max(&ps->max_alive, n);
 }
 
+/* Is gen still the current use of slot? */
+static __always_inline bool tp_slot_current(__u32 slot, __u32 gen)
+{
+	__u32 *g = bpf_map_lookup_elem(&slot_gen, &slot);
+
+	return g && *g == gen;
+}
+
 /* The thread's state if it belongs to a task whose slot is still in use. */
 static __always_inline struct tp_thread *tp_thread_get(struct task_struct *t)
 {

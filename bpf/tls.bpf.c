@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * TLS library probes: the plaintext of HTTP requests and responses passes through
+ * OpenSSL's SSL_write/SSL_read(_ex) and GnuTLS's gnutls_record_send/recv. The
+ * collector attaches them to every copy of the libraries (user/collector.c).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "maps.bpf.h"
+#include "http.bpf.h"
+
+static __always_inline int tls_write(void *handle, const void *buf, __s64 len, __u8 via)
+{
+	struct tp_cgroup_info *ci;
+	struct http_key key;
+	struct scan_buf *sb;
+	__u32 n;
+
+	if (len < 16)
+		return 0;
+	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	if (!ci)
+		return 0;
+	sb = scan_buf(SCAN_UPROBE);
+	if (!sb)
+		return 0;
+	n = len < HTTP_SCAN ? (__u32)len : HTTP_SCAN;
+	if (bpf_probe_read_user(sb->b, n, buf))
+		return 0;
+	key.owner = bpf_get_current_pid_tgid() >> 32;
+	key.handle = (__u64)handle;
+	http_request(&key, ci, sb->b, n, via, 0);
+	return 0;
+}
+
+static __always_inline int tls_read_enter(void *handle, void *buf, void *nread_ptr)
+{
+	struct tls_read r = {};
+	struct http_conn *hc;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	r.conn.owner = id >> 32;
+	r.conn.handle = (__u64)handle;
+	/* Only reads that may carry an awaited response are followed. */
+	hc = bpf_map_lookup_elem(&http_conns, &r.conn);
+	if (!hc || !hc->pending)
+		return 0;
+	r.buf = (__u64)buf;
+	r.nread_ptr = (__u64)nread_ptr;
+	bpf_map_update_elem(&tls_reads, &id, &r, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int tls_read_exit(__s64 ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_read *r = bpf_map_lookup_elem(&tls_reads, &id);
+	struct http_conn *hc;
+	char head[16];
+	__u64 n = 0;
+
+	if (!r)
+		return 0;
+	if (r->nread_ptr) {
+		if (ret == 1)
+			bpf_probe_read_user(&n, sizeof(n), (void *)r->nread_ptr);
+	} else if (ret > 0) {
+		n = (__u64)ret;
+	}
+	hc = bpf_map_lookup_elem(&http_conns, &r->conn);
+	if (hc && n >= 12 && !bpf_probe_read_user(head, 12, (void *)r->buf))
+		http_response(hc, head);
+	bpf_map_delete_elem(&tls_reads, &id);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_write, void *ssl, const void *buf, int num)
+{
+	return tls_write(ssl, buf, num, TP_HTTP_OPENSSL);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_read, void *ssl, void *buf, int num)
+{
+	return tls_read_enter(ssl, buf, NULL);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_read_ex, void *ssl, void *buf, __u64 num, __u64 *readbytes)
+{
+	return tls_read_enter(ssl, buf, readbytes);
+}
+
+/* SSL_read, SSL_read_ex and gnutls_record_recv: the result is in the return register. */
+SEC("uretprobe")
+int BPF_KRETPROBE(tp_tls_read_ret, long ret)
+{
+	return tls_read_exit(ret);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_gnutls_send, void *session, const void *data, __u64 size)
+{
+	return tls_write(session, data, (__s64)size, TP_HTTP_GNUTLS);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_gnutls_recv, void *session, void *data, __u64 size)
+{
+	return tls_read_enter(session, data, NULL);
+}
