@@ -512,3 +512,17 @@ const struct json *json_at(const struct json *arr, size_t i)
 			return m;
 	return NULL;
 }
+
+double json_num(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	return v && v->type == JSON_NUM ? v->num : 0;
+}
+
+const char *json_str(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	return v && v->type == JSON_STR ? v->str : "";
+}

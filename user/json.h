@@ -55,6 +55,10 @@ void json_free(struct json *j);
 /* Member of an object by its exact key ("cpu.time_ns" is one key, not a path). */
 const struct json *json_get(const struct json *obj, const char *key);
 size_t json_len(const struct json *arr);
+/* A member's number, or 0 when absent or not a number. */
+double json_num(const struct json *obj, const char *key);
+/* A member's string, or "" when absent or not a string. */
+const char *json_str(const struct json *obj, const char *key);
 const struct json *json_at(const struct json *arr, size_t i);
 
 #endif /* TP_JSON_H */

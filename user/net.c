@@ -438,25 +438,11 @@ void net_write_json(struct jw *w, const struct net_figures *nf)
 	jw_obj_end(w);
 }
 
-static double num(const struct json *o, const char *key)
-{
-	const struct json *v = json_get(o, key);
-
-	return v && v->type == JSON_NUM ? v->num : 0;
-}
-
-static void str_to(char *dst, size_t len, const struct json *o, const char *key)
-{
-	const struct json *v = json_get(o, key);
-
-	snprintf(dst, len, "%s", v && v->type == JSON_STR ? v->str : "");
-}
-
 static void read_counters(struct tp_net_counters *c, const char *prefix, const struct json *o)
 {
 	char key[96];
 
-#define GET(name) (__u64) num(o, (snprintf(key, sizeof(key), "%s%s", prefix, name), key))
+#define GET(name) (__u64) json_num(o, (snprintf(key, sizeof(key), "%s%s", prefix, name), key))
 	c->attempts = GET("tcp.connect_attempts");
 	c->connects = GET("tcp.connects");
 	for (int i = 0; i < TP_CONN_FAILURE_KINDS; i++) {
@@ -482,22 +468,22 @@ int net_from_json(struct net_figures *nf, const struct json *metrics, const stru
 	(void)hists;
 	memset(nf, 0, sizeof(*nf));
 	read_counters(&nf->tcp, "net.", metrics);
-	nf->dns_lookups = (__u64)num(metrics, "net.dns.lookups");
-	nf->dns_failures = (__u64)num(metrics, "net.dns.failures");
-	nf->dns_queries = (__u64)num(metrics, "net.dns.queries");
-	nf->dns_query_failures = (__u64)num(metrics, "net.dns.query_failures");
-	nf->h2_connections = (__u64)num(metrics, "http.h2_connections");
-	nf->endpoints_dropped = (__u64)num(net, "endpoints_dropped");
+	nf->dns_lookups = (__u64)json_num(metrics, "net.dns.lookups");
+	nf->dns_failures = (__u64)json_num(metrics, "net.dns.failures");
+	nf->dns_queries = (__u64)json_num(metrics, "net.dns.queries");
+	nf->dns_query_failures = (__u64)json_num(metrics, "net.dns.query_failures");
+	nf->h2_connections = (__u64)json_num(metrics, "http.h2_connections");
+	nf->endpoints_dropped = (__u64)json_num(net, "endpoints_dropped");
 	if (n && !(nf->eps = calloc(n, sizeof(*nf->eps))))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct json *e = json_at(eps, i);
 		struct net_endpoint *d = &nf->eps[nf->neps++];
 
-		str_to(d->address, sizeof(d->address), e, "address");
-		str_to(d->names, sizeof(d->names), e, "names");
+		snprintf(d->address, sizeof(d->address), "%s", json_str(e, "address"));
+		snprintf(d->names, sizeof(d->names), "%s", json_str(e, "names"));
 		read_counters(&d->c, "", e);
-		d->c.http_resets = (__u64)num(e, "http_resets");
+		d->c.http_resets = (__u64)json_num(e, "http_resets");
 	}
 	if (nh && !(nf->hosts = calloc(nh, sizeof(*nf->hosts))))
 		return -ENOMEM;
@@ -507,12 +493,12 @@ int net_from_json(struct net_figures *nf, const struct json *metrics, const stru
 		const struct json *fk = json_get(h, "failures_by_kind");
 		struct http_host *d = &nf->hosts[nf->nhosts++];
 
-		str_to(d->host, sizeof(d->host), h, "host");
-		d->requests = (__u64)num(h, "requests");
+		snprintf(d->host, sizeof(d->host), "%s", json_str(h, "host"));
+		d->requests = (__u64)json_num(h, "requests");
 		for (int c = 0; c < 6; c++)
-			d->classes[c] = (__u64)num(st, cls[c]);
+			d->classes[c] = (__u64)json_num(st, cls[c]);
 		for (int k = 0; k < HTTP_FAIL_KINDS; k++)
-			d->failures[k] = (__u64)num(fk, http_failure_names[k]);
+			d->failures[k] = (__u64)json_num(fk, http_failure_names[k]);
 	}
 	return 0;
 }

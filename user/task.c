@@ -512,34 +512,20 @@ int task_save_json(const char *path, const struct task_record *t)
 	return err;
 }
 
-static double num(const struct json *obj, const char *key)
-{
-	const struct json *v = json_get(obj, key);
-
-	return v && v->type == JSON_NUM ? v->num : 0;
-}
-
-static const char *str(const struct json *obj, const char *key)
-{
-	const struct json *v = json_get(obj, key);
-
-	return v && v->type == JSON_STR ? v->str : "";
-}
-
 /* Buckets back into log2 slots: a bucket's slot follows from its low bound. */
 static void hist_from_json(struct tp_hist *h, const struct json *j)
 {
 	const struct json *b = json_get(j, "buckets");
 
-	h->count = (__u64)num(j, "count");
-	h->sum = (__u64)num(j, "sum");
+	h->count = (__u64)json_num(j, "count");
+	h->sum = (__u64)json_num(j, "sum");
 	for (size_t i = 0; i < json_len(b); i++) {
 		const struct json *e = json_at(b, i);
-		__u64 low = (__u64)num(e, "low");
+		__u64 low = (__u64)json_num(e, "low");
 		unsigned slot = low ? 64 - (unsigned)__builtin_clzll(low) : 0;
 
 		if (slot < TP_HIST_SLOTS)
-			h->slots[slot] = (__u64)num(e, "count");
+			h->slots[slot] = (__u64)json_num(e, "count");
 	}
 }
 
@@ -563,16 +549,16 @@ static int phases_from_json(struct task_record *t, const struct json *arr)
 		const struct json *u = json_get(e, "unfinished");
 		struct phase *p = &ph->p[ph->n++];
 
-		snprintf(p->name, sizeof(p->name), "%s", str(e, "name"));
-		p->depth = (int)num(e, "depth");
-		p->start_ms = (__u64)num(e, "start_ms");
-		p->wall_ns = (__u64)num(e, "wall_ns");
-		p->cpu_ns = (__u64)num(e, "cpu_ns");
-		p->runq_p99_ns = (__u64)num(e, "runq_p99_ns");
-		p->read_bytes = (__u64)num(e, "read_bytes");
-		p->write_bytes = (__u64)num(e, "write_bytes");
-		p->execs = (__u64)num(e, "execs");
-		p->peak_mem_bytes = (__s64)num(e, "peak_mem_bytes");
+		snprintf(p->name, sizeof(p->name), "%s", json_str(e, "name"));
+		p->depth = (int)json_num(e, "depth");
+		p->start_ms = (__u64)json_num(e, "start_ms");
+		p->wall_ns = (__u64)json_num(e, "wall_ns");
+		p->cpu_ns = (__u64)json_num(e, "cpu_ns");
+		p->runq_p99_ns = (__u64)json_num(e, "runq_p99_ns");
+		p->read_bytes = (__u64)json_num(e, "read_bytes");
+		p->write_bytes = (__u64)json_num(e, "write_bytes");
+		p->execs = (__u64)json_num(e, "execs");
+		p->peak_mem_bytes = (__s64)json_num(e, "peak_mem_bytes");
 		p->unfinished = u && u->type == JSON_BOOL && u->b;
 	}
 	return 0;
@@ -590,7 +576,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 	memset(t, 0, sizeof(*t));
 	if (!j || j->type != JSON_OBJ || !m)
 		return -EINVAL;
-	snprintf(t->id, sizeof(t->id), "%s", str(j, "id"));
+	snprintf(t->id, sizeof(t->id), "%s", json_str(j, "id"));
 	t->argv_owned = calloc(n + 1, sizeof(char *));
 	if (!t->argv_owned)
 		return -ENOMEM;
@@ -603,54 +589,54 @@ int task_from_json(struct task_record *t, const struct json *j)
 		t->labels[t->nlabels].key = l->key;
 		t->labels[t->nlabels++].val = l->type == JSON_STR ? l->str : "";
 	}
-	snprintf(t->host, sizeof(t->host), "%s", str(j, "host"));
-	snprintf(t->cgroup, sizeof(t->cgroup), "%s", str(j, "cgroup"));
-	t->start_real_ns = (__u64)num(j, "start_ns");
-	t->wall_ns = (__u64)num(j, "wall_ns");
-	t->main_wall_ns = (__u64)num(j, "main_wall_ns");
-	t->end = !strcmp(str(j, "status"), "signaled") ? TASK_SIGNALED : TASK_EXITED;
-	t->exit_code = (int)num(j, "exit_code");
-	t->signal = (int)num(j, "signal");
-	g->cpu_ns = (__u64)num(m, "cpu.time_ns");
-	g->forks = (__u64)num(m, "proc.forks");
-	g->execs = (__u64)num(m, "proc.execs");
-	g->exits = (__u64)num(m, "proc.exits");
-	g->failed_exits = (__u64)num(m, "proc.failed_exits");
-	g->max_alive = (__s64)num(m, "proc.max_alive");
-	g->threads = (__u64)num(m, "proc.threads");
-	g->oom_kills = (__u64)num(m, "proc.oom_kills");
-	g->lost_events = (__u64)num(m, "lost_events");
-	g->ioac.read_bytes = (__u64)num(m, "io.read_bytes");
-	g->ioac.write_bytes = (__u64)num(m, "io.write_bytes");
-	g->ioac.cancelled_write_bytes = (__u64)num(m, "io.cancelled_write_bytes");
-	g->ioac.rchar = (__u64)num(m, "io.rchar");
-	g->ioac.wchar = (__u64)num(m, "io.wchar");
-	g->io_read_ops = (__u64)num(m, "io.read_ops");
-	g->io_write_ops = (__u64)num(m, "io.write_ops");
-	g->io_blk_read_bytes = (__u64)num(m, "io.blk_read_bytes");
-	g->io_blk_write_bytes = (__u64)num(m, "io.blk_write_bytes");
-	g->peak_rss_bytes = (__s64)num(m, "mem.peak_bytes");
-	t->peak_cores = num(m, "cpu.peak_cores");
-	if (!strcmp(str(srcs, "mem.peak_bytes"), "cgroup:memory.peak")) {
+	snprintf(t->host, sizeof(t->host), "%s", json_str(j, "host"));
+	snprintf(t->cgroup, sizeof(t->cgroup), "%s", json_str(j, "cgroup"));
+	t->start_real_ns = (__u64)json_num(j, "start_ns");
+	t->wall_ns = (__u64)json_num(j, "wall_ns");
+	t->main_wall_ns = (__u64)json_num(j, "main_wall_ns");
+	t->end = !strcmp(json_str(j, "status"), "signaled") ? TASK_SIGNALED : TASK_EXITED;
+	t->exit_code = (int)json_num(j, "exit_code");
+	t->signal = (int)json_num(j, "signal");
+	g->cpu_ns = (__u64)json_num(m, "cpu.time_ns");
+	g->forks = (__u64)json_num(m, "proc.forks");
+	g->execs = (__u64)json_num(m, "proc.execs");
+	g->exits = (__u64)json_num(m, "proc.exits");
+	g->failed_exits = (__u64)json_num(m, "proc.failed_exits");
+	g->max_alive = (__s64)json_num(m, "proc.max_alive");
+	g->threads = (__u64)json_num(m, "proc.threads");
+	g->oom_kills = (__u64)json_num(m, "proc.oom_kills");
+	g->lost_events = (__u64)json_num(m, "lost_events");
+	g->ioac.read_bytes = (__u64)json_num(m, "io.read_bytes");
+	g->ioac.write_bytes = (__u64)json_num(m, "io.write_bytes");
+	g->ioac.cancelled_write_bytes = (__u64)json_num(m, "io.cancelled_write_bytes");
+	g->ioac.rchar = (__u64)json_num(m, "io.rchar");
+	g->ioac.wchar = (__u64)json_num(m, "io.wchar");
+	g->io_read_ops = (__u64)json_num(m, "io.read_ops");
+	g->io_write_ops = (__u64)json_num(m, "io.write_ops");
+	g->io_blk_read_bytes = (__u64)json_num(m, "io.blk_read_bytes");
+	g->io_blk_write_bytes = (__u64)json_num(m, "io.blk_write_bytes");
+	g->peak_rss_bytes = (__s64)json_num(m, "mem.peak_bytes");
+	t->peak_cores = json_num(m, "cpu.peak_cores");
+	if (!strcmp(json_str(srcs, "mem.peak_bytes"), "cgroup:memory.peak")) {
 		t->have_memory_peak = true;
-		t->memory_peak = (__u64)num(m, "mem.peak_bytes");
+		t->memory_peak = (__u64)json_num(m, "mem.peak_bytes");
 	}
 	if (cs) {
 		t->have_cpu_stat = true;
-		t->cpu_stat.usage_us = (__u64)num(cs, "usage_usec");
-		t->cpu_stat.user_us = (__u64)num(cs, "user_usec");
-		t->cpu_stat.system_us = (__u64)num(cs, "system_usec");
+		t->cpu_stat.usage_us = (__u64)json_num(cs, "usage_usec");
+		t->cpu_stat.user_us = (__u64)json_num(cs, "user_usec");
+		t->cpu_stat.system_us = (__u64)json_num(cs, "system_usec");
 	}
-	t->leftovers = (int)num(left, "count");
+	t->leftovers = (int)json_num(left, "count");
 	for (int a = LEFTOVER_NONE; a <= LEFTOVER_KEPT; a++)
-		if (!strcmp(str(left, "action"), leftover_names[a]))
+		if (!strcmp(json_str(left, "action"), leftover_names[a]))
 			t->leftover_action = (enum leftover_action)a;
 	hist_from_json(&g->runq, json_get(hists, "cpu.runq_latency"));
 	hist_from_json(&g->io_latency, json_get(hists, "io.latency"));
 	if (net_from_json(&t->net, m, json_get(j, "network"), hists))
 		return -ENOMEM;
 	hist_from_json(&t->net.connect_latency, json_get(hists, "net.tcp.connect_latency"));
-	t->lost_total = (__u64)num(json_get(j, "collector"), "lost_events_total");
+	t->lost_total = (__u64)json_num(json_get(j, "collector"), "lost_events_total");
 	if (phases_from_json(t, json_get(j, "phases")))
 		return -ENOMEM;
 	n = json_len(progs);
@@ -661,9 +647,9 @@ int task_from_json(struct task_record *t, const struct json *j)
 		for (size_t i = 0; i < n; i++) {
 			const struct json *p = json_at(progs, i);
 
-			snprintf(t->progs[i].path, TP_PATH_LEN, "%s", str(p, "path"));
-			t->progs[i].execs = (__u64)num(p, "execs");
-			t->progs[i].cpu_ns = (__u64)num(p, "cpu_ns");
+			snprintf(t->progs[i].path, TP_PATH_LEN, "%s", json_str(p, "path"));
+			t->progs[i].execs = (__u64)json_num(p, "execs");
+			t->progs[i].cpu_ns = (__u64)json_num(p, "cpu_ns");
 		}
 		t->nprogs = n;
 	}
