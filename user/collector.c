@@ -824,73 +824,61 @@ fail:
 	return err;
 }
 
-/*
- * Walks the endpoint rows of one use of a slot: fn gets each; returns how many.
- * Rows of other slots are skipped, so the walk costs the table's size.
- */
-static size_t walk_endpoints(struct collector *c, __u32 slot, __u32 gen,
-			     void (*fn)(void *ctx, const struct tp_endpoint_key *k,
-					const struct tp_net_counters *v),
-			     void *ctx)
+/* The endpoint rows of one use of a slot, read in one walk of the table. */
+struct ep_list {
+	struct tp_endpoint_key *keys;
+	struct tp_net_counters *vals;
+	size_t n;
+};
+
+static void ep_list_free(struct ep_list *l)
+{
+	free(l->keys);
+	free(l->vals);
+}
+
+static int read_endpoints(struct collector *c, __u32 slot, __u32 gen, struct ep_list *l)
 {
 	int fd = bpf_map__fd(c->skel->maps.endpoints);
 	struct tp_endpoint_key key, next;
 	struct tp_net_counters v;
-	size_t n = 0;
 	int err = bpf_map_get_next_key(fd, NULL, &next);
 
+	memset(l, 0, sizeof(*l));
 	while (!err) {
 		key = next;
 		err = bpf_map_get_next_key(fd, &key, &next);
 		if (key.slot != slot || key.gen != gen || bpf_map_lookup_elem(fd, &key, &v))
 			continue;
-		n++;
-		if (fn)
-			fn(ctx, &key, &v);
+		if (!grow((void **)&l->keys, l->n, sizeof(*l->keys)) ||
+		    !grow((void **)&l->vals, l->n, sizeof(*l->vals))) {
+			ep_list_free(l);
+			return -ENOMEM;
+		}
+		l->keys[l->n] = key;
+		l->vals[l->n++] = v;
 	}
-	return n;
-}
-
-struct ep_list {
-	struct tp_endpoint_key *keys;
-	struct tp_net_counters *vals;
-	size_t n, cap;
-	int fd;
-};
-
-static void ep_collect(void *ctx, const struct tp_endpoint_key *k, const struct tp_net_counters *v)
-{
-	struct ep_list *l = ctx;
-
-	if (l->n == l->cap)
-		return;
-	l->keys[l->n] = *k;
-	l->vals[l->n++] = *v;
+	return 0;
 }
 
 static void delete_endpoints(struct collector *c, __u32 slot, __u32 gen)
 {
-	struct ep_list l = { 0 };
-	size_t n = walk_endpoints(c, slot, gen, NULL, NULL);
+	struct ep_list l;
 
-	l.keys = calloc(n ? n : 1, sizeof(*l.keys));
-	l.vals = calloc(n ? n : 1, sizeof(*l.vals));
-	l.cap = l.keys && l.vals ? n : 0;
-	walk_endpoints(c, slot, gen, ep_collect, &l);
+	if (read_endpoints(c, slot, gen, &l))
+		return;
 	for (size_t i = 0; i < l.n; i++)
 		bpf_map_delete_elem(bpf_map__fd(c->skel->maps.endpoints), &l.keys[i]);
-	free(l.keys);
-	free(l.vals);
+	ep_list_free(&l);
 }
 
 int collector__net(struct collector *c, int slot, const struct http_ports *ports,
 		   struct net_figures *out)
 {
 	struct tp_net_stats st;
-	struct ep_list l = { 0 };
+	struct ep_list l;
 	__u32 key = (__u32)slot;
 	struct slot *s;
-	size_t n;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -899,19 +887,11 @@ int collector__net(struct collector *c, int slot, const struct http_ports *ports
 	s = &c->slots[slot];
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &st))
 		return -errno;
-	n = walk_endpoints(c, key, s->gen, NULL, NULL);
-	l.keys = calloc(n ? n : 1, sizeof(*l.keys));
-	l.vals = calloc(n ? n : 1, sizeof(*l.vals));
-	if (!l.keys || !l.vals) {
-		free(l.keys);
-		free(l.vals);
-		return -ENOMEM;
-	}
-	l.cap = n;
-	walk_endpoints(c, key, s->gen, ep_collect, &l);
+	err = read_endpoints(c, key, s->gen, &l);
+	if (err)
+		return err;
 	err = net_figures_build(out, &st, l.keys, l.vals, l.n, &s->net, ports);
-	free(l.keys);
-	free(l.vals);
+	ep_list_free(&l);
 	return err;
 }
 

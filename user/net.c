@@ -459,13 +459,11 @@ static void read_counters(struct tp_net_counters *c, const char *prefix, const s
 #undef GET
 }
 
-int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net,
-		  const struct json *hists)
+int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net)
 {
 	const struct json *eps = json_get(net, "endpoints"), *hosts = json_get(net, "http_hosts");
 	size_t n = json_len(eps), nh = json_len(hosts);
 
-	(void)hists;
 	memset(nf, 0, sizeof(*nf));
 	read_counters(&nf->tcp, "net.", metrics);
 	nf->dns_lookups = (__u64)json_num(metrics, "net.dns.lookups");

@@ -94,8 +94,7 @@ bool net_any(const struct net_figures *nf);
 void net_write_metrics(struct jw *w, const struct net_figures *nf);
 /* The "network" object: endpoints and HTTP hosts. */
 void net_write_json(struct jw *w, const struct net_figures *nf);
-int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net,
-		  const struct json *hists);
+int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net);
 /* The summary's lines: endpoints with failures, or all of them (up to 50) when all. */
 void net_print_summary(FILE *f, const struct net_figures *nf, bool all);
 

@@ -633,7 +633,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 			t->leftover_action = (enum leftover_action)a;
 	hist_from_json(&g->runq, json_get(hists, "cpu.runq_latency"));
 	hist_from_json(&g->io_latency, json_get(hists, "io.latency"));
-	if (net_from_json(&t->net, m, json_get(j, "network"), hists))
+	if (net_from_json(&t->net, m, json_get(j, "network")))
 		return -ENOMEM;
 	hist_from_json(&t->net.connect_latency, json_get(hists, "net.tcp.connect_latency"));
 	t->lost_total = (__u64)json_num(json_get(j, "collector"), "lost_events_total");

@@ -112,9 +112,8 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	j = json_parse(buf, len, err, sizeof(err));
 	ASSERT_TRUE(j != NULL, "JSON parses");
 	if (j) {
-		ASSERT_OK(
-			net_from_json(&back, json_get(j, "metrics"), json_get(j, "network"), NULL),
-			"read back");
+		ASSERT_OK(net_from_json(&back, json_get(j, "metrics"), json_get(j, "network")),
+			  "read back");
 		ASSERT_EQ(back.neps, nf.neps, "endpoints back");
 		ASSERT_EQ(net_http_failures(&back, -1), net_http_failures(&nf, -1),
 			  "failures back");
