@@ -364,35 +364,34 @@ static bool grow(void **arr, size_t n, size_t size)
 /* One uprobe_multi link per program: all its functions in this copy at once. */
 static void attach_lib_multi(struct collector *c, enum lib_kind lib, const char *path)
 {
+	const char *names[ARRAY_SIZE(probes)];
+	long off[ARRAY_SIZE(probes)];
+	bool done[ARRAY_SIZE(probes)] = { false };
+
+	for (size_t i = 0; i < ARRAY_SIZE(probes); i++)
+		names[i] = probes[i].lib == lib ? probes[i].func : "";
+	if (uprobe_func_offsets(path, names, ARRAY_SIZE(probes), off))
+		return;
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
 		struct bpf_program *prog = probe_prog(c, &probes[i]);
 		unsigned long offs[ARRAY_SIZE(probes)];
 		size_t n = 0;
-		bool first = true;
 		int fd;
 
-		if (probes[i].lib != lib)
+		if (probes[i].lib != lib || done[i])
 			continue;
-		/* Done already with an earlier probe of the same program and direction? */
-		for (size_t k = 0; k < i; k++)
-			if (probes[k].lib == lib && probes[k].ret == probes[i].ret &&
-			    probe_prog(c, &probes[k]) == prog)
-				first = false;
-		if (!first)
-			continue;
+		/* This probe and every later one of the same program and direction. */
 		for (size_t k = i; k < ARRAY_SIZE(probes); k++) {
-			long off;
-
 			if (probes[k].lib != lib || probes[k].ret != probes[i].ret ||
 			    probe_prog(c, &probes[k]) != prog)
 				continue;
-			off = uprobe_func_offset(path, probes[k].func);
-			if (off < 0) {
+			done[k] = true;
+			if (off[k] < 0) {
 				c->lib_attach_errors++;
 				tp_verbose_log("no %s in %s", probes[k].func, path);
 				continue;
 			}
-			offs[n++] = (unsigned long)off;
+			offs[n++] = (unsigned long)off[k];
 		}
 		if (!n)
 			continue;

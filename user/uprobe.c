@@ -53,12 +53,14 @@ static long vaddr_to_offset(Elf *elf, GElf_Addr vaddr)
 	return -ENOENT;
 }
 
-static long find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
+/* Fills out[i] for each name of names found in this symbol table (still < 0). */
+static void find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *const *names, size_t n,
+		    long *out)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	size_t nsyms = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
 
-	for (size_t i = 0; data && i < n; i++) {
+	for (size_t i = 0; data && i < nsyms; i++) {
 		GElf_Sym sym;
 		const char *s;
 
@@ -66,19 +68,21 @@ static long find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *nam
 		    !sym.st_value || sym.st_shndx == SHN_UNDEF)
 			continue;
 		s = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (s && !strcmp(s, name))
-			return vaddr_to_offset(elf, sym.st_value);
+		for (size_t k = 0; s && k < n; k++)
+			if (out[k] < 0 && !strcmp(s, names[k]))
+				out[k] = vaddr_to_offset(elf, sym.st_value);
 	}
-	return -ENOENT;
 }
 
-long uprobe_func_offset(const char *path, const char *name)
+int uprobe_func_offsets(const char *path, const char *const *names, size_t n, long *out)
 {
+	/* Exported functions are in .dynsym; .symtab (when not stripped) has the rest. */
+	static const Elf64_Word tables[] = { SHT_DYNSYM, SHT_SYMTAB };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	long off = -ENOENT;
-	Elf_Scn *scn = NULL;
 	Elf *elf;
 
+	for (size_t k = 0; k < n; k++)
+		out[k] = -ENOENT;
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
@@ -87,22 +91,19 @@ long uprobe_func_offset(const char *path, const char *name)
 		close(fd);
 		return -EINVAL;
 	}
-	/* Exported functions are in .dynsym; .symtab (when not stripped) has the rest. */
-	while (off < 0 && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		Elf_Scn *scn = NULL;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
-			off = find_in(elf, scn, &sh, name);
-	}
-	for (scn = NULL; off < 0 && (scn = elf_nextscn(elf, scn));) {
-		GElf_Shdr sh;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
-			off = find_in(elf, scn, &sh, name);
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == tables[t])
+				find_in(elf, scn, &sh, names, n, out);
+		}
 	}
 	elf_end(elf);
 	close(fd);
-	return off;
+	return 0;
 }
 
 bool uprobe_multi_supported(void)

@@ -12,8 +12,11 @@
 
 struct bpf_program;
 
-/* The file offset of the function name in the ELF file path, or -errno. */
-long uprobe_func_offset(const char *path, const char *name);
+/*
+ * The file offsets of the n functions names in the ELF file path, in one read of its
+ * symbol tables: out[i] is the offset, or -ENOENT. Returns 0 or -errno.
+ */
+int uprobe_func_offsets(const char *path, const char *const *names, size_t n, long *out);
 
 /* Does this kernel take uprobe_multi links (BPF_TRACE_UPROBE_MULTI)? */
 bool uprobe_multi_supported(void);
