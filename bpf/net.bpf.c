@@ -334,14 +334,21 @@ static __always_inline __u32 l4_offset(struct __sk_buff *skb, __u8 *proto)
 	return 0;
 }
 
-/* Offset of the TCP payload and its sequence number, or 0 when not TCP. */
-static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 off, __u32 *seq)
+/*
+ * Offset of a TCP payload of at least need bytes whose first len are copied to head,
+ * with its sequence number; 0 for anything else.
+ */
+static __always_inline __u32 tcp_head(struct __sk_buff *skb, __u32 off, __u32 *seq, void *head,
+				      __u32 len, __u32 need)
 {
 	__u8 doff;
 
 	if (bpf_skb_load_bytes(skb, off + 4, seq, 4) || bpf_skb_load_bytes(skb, off + 12, &doff, 1))
 		return 0;
-	return off + (doff >> 4) * 4;
+	off += (doff >> 4) * 4;
+	if (off + need > skb->len || bpf_skb_load_bytes(skb, off, head, len))
+		return 0;
+	return off;
 }
 
 /* ---- DNS on the wire: queries and answers of any resolver, not only glibc's ---- */
@@ -556,10 +563,10 @@ int tp_http_egress(struct __sk_buff *skb)
 			dns_query(skb, off);
 		return 1;
 	}
-	if (off && proto == IPPROTO_TCP)
-		off = tcp_payload(skb, off, &seq);
-	if (!off || proto != IPPROTO_TCP || off + 16 > skb->len ||
-	    bpf_skb_load_bytes(skb, off, head, 8))
+	if (!off || proto != IPPROTO_TCP)
+		return 1;
+	off = tcp_head(skb, off, &seq, head, sizeof(head), 16);
+	if (!off)
 		return 1;
 	/* Most packets are not a request's first: two loads and out. */
 	if (!parse_method(head, head))
@@ -596,10 +603,10 @@ int tp_http_ingress(struct __sk_buff *skb)
 			dns_answer(skb, off, ci);
 		return 1;
 	}
-	if (off && proto == IPPROTO_TCP)
-		off = tcp_payload(skb, off, &seq);
-	if (!off || proto != IPPROTO_TCP || off + 12 > skb->len ||
-	    bpf_skb_load_bytes(skb, off, head, 12))
+	if (!off || proto != IPPROTO_TCP)
+		return 1;
+	off = tcp_head(skb, off, &seq, head, 12, 12);
+	if (!off)
 		return 1;
 	if (*(__u32 *)head != W('H', 'T', 'T', 'P'))
 		return 1;
