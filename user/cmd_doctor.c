@@ -23,7 +23,42 @@ struct check {
 	bool ok;
 	bool required;
 	char detail[256];
+	const char *fix; /* the command that mends it, when there is one */
 };
+
+/* Columns before a check's detail ("FAIL btf        "), and the width it wraps at. */
+#define DETAIL_COL 16
+#define DOCTOR_WIDTH 80
+
+/*
+ * One check: status, name, then the detail wrapped at spaces so that no line passes
+ * DOCTOR_WIDTH whatever this host puts in it (paths, errors); the fix on a line of its
+ * own below.
+ */
+static void print_check(const struct check *c)
+{
+	const char *p = c->detail;
+	size_t room = DOCTOR_WIDTH - DETAIL_COL;
+
+	printf("%-4s %-10s ", c->ok ? "ok" : c->required ? "FAIL" : "--", c->name);
+	for (bool first = true; first || *p; first = false) {
+		size_t n = strlen(p);
+
+		if (n > room) {
+			n = room;
+			while (n > 0 && p[n] != ' ')
+				n--;
+			if (n == 0)
+				n = room;
+		}
+		printf("%s%.*s\n", first ? "" : "                ", (int)n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	if (c->fix && !c->ok)
+		printf("%*sfix: %.*s\n", DETAIL_COL, "", (int)(room - 5), c->fix);
+}
 
 static bool fs_is(const char *path, unsigned long magic)
 {
@@ -51,23 +86,23 @@ int cmd_doctor(int argc, char **argv)
 	}
 	memset(c, 0, sizeof(c));
 	uname(&u);
-	c[n] = (struct check){ "kernel", true, false, "" };
+	c[n] = (struct check){ "kernel", true, false, "", NULL };
 	snprintf(c[n++].detail, sizeof(c[0].detail), "%s %s", u.sysname, u.release);
 
-	c[n] = (struct check){ "btf", !access("/sys/kernel/btf/vmlinux", R_OK), true, "" };
+	c[n] = (struct check){ "btf", !access("/sys/kernel/btf/vmlinux", R_OK), true, "", NULL };
 	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
 		 c[n].ok ? "/sys/kernel/btf/vmlinux"
 			 : "missing: use a kernel built with CONFIG_DEBUG_INFO_BTF=y");
 	n++;
 
-	c[n] = (struct check){ "cgroup2", !cgroup2_mount(mnt, sizeof(mnt)), true, "" };
-	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
-		 c[n].ok ? mnt : "not mounted: mount -t cgroup2 none /sys/fs/cgroup");
+	c[n] = (struct check){ "cgroup2", !cgroup2_mount(mnt, sizeof(mnt)), true, "",
+			       "mount -t cgroup2 none /sys/fs/cgroup" };
+	snprintf(c[n].detail, sizeof(c[0].detail), "%s", c[n].ok ? mnt : "not mounted");
 	n++;
 
 	/* The real test of permission and kernel support: load and attach everything. */
 	col = collector__open(NULL);
-	c[n] = (struct check){ "bpf", col != NULL, true, "" };
+	c[n] = (struct check){ "bpf", col != NULL, true, "", NULL };
 	if (col)
 		snprintf(c[n].detail, sizeof(c[0].detail),
 			 "programs load and attach (tp_btf, task storage, ring buffer)");
@@ -78,7 +113,7 @@ int cmd_doctor(int argc, char **argv)
 		snprintf(c[n].detail, sizeof(c[0].detail), "cannot load: %s; run -v shows why",
 			 strerror(errno));
 	n++;
-	c[n] = (struct check){ "libraries", col != NULL, false, "" };
+	c[n] = (struct check){ "libraries", col != NULL, false, "", NULL };
 	if (col)
 		snprintf(c[n].detail, sizeof(c[0].detail),
 			 "probed: libssl.so.3 x%d, libgnutls.so.30 x%d, libc.so.6 x%d",
@@ -90,22 +125,22 @@ int cmd_doctor(int argc, char **argv)
 	n++;
 	collector__free(col);
 
-	c[n] = (struct check){ "sched_info", !access("/proc/self/schedstat", R_OK), false, "" };
+	c[n] = (struct check){ "sched_info", !access("/proc/self/schedstat", R_OK), false, "", NULL };
 	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
 		 c[n].ok ? "run-queue latency from the kernel's stamps"
 			 : "absent (CONFIG_SCHED_INFO): wakeup programs stamp threads instead");
 	n++;
 
-	c[n] = (struct check){ "tracefs", fs_is("/sys/kernel/tracing", TRACEFS_MAGIC), false, "" };
+	c[n] = (struct check){ "tracefs", fs_is("/sys/kernel/tracing", TRACEFS_MAGIC), false, "",
+			       "mount -t tracefs nodev /sys/kernel/tracing" };
 	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
-		 c[n].ok ? "/sys/kernel/tracing"
-			 : "not mounted (not needed): mount -t tracefs nodev /sys/kernel/tracing");
+		 c[n].ok ? "/sys/kernel/tracing" : "not mounted (not needed: tp_btf only)");
 	n++;
 
-	c[n] = (struct check){ "bpffs", fs_is("/sys/fs/bpf", BPF_FS_MAGIC), false, "" };
+	c[n] = (struct check){ "bpffs", fs_is("/sys/fs/bpf", BPF_FS_MAGIC), false, "",
+			       "mount -t bpf bpf /sys/fs/bpf" };
 	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
-		 c[n].ok ? "/sys/fs/bpf"
-			 : "not mounted (not needed by run): mount -t bpf bpf /sys/fs/bpf");
+		 c[n].ok ? "/sys/fs/bpf" : "not mounted (not needed by run)");
 	n++;
 
 	for (int i = 0; i < n; i++)
@@ -127,17 +162,15 @@ int cmd_doctor(int argc, char **argv)
 			jw_key(&w, "required");
 			jw_bool(&w, c[i].required);
 			jw_kstr(&w, "detail", c[i].detail);
+			if (c[i].fix && !c[i].ok)
+				jw_kstr(&w, "fix", c[i].fix);
 			jw_obj_end(&w);
 		}
 		jw_arr_end(&w);
 		jw_obj_end(&w);
 	} else {
 		for (int i = 0; i < n; i++)
-			printf("%-4s %-10s %s\n",
-			       c[i].ok	       ? "ok"
-			       : c[i].required ? "FAIL"
-					       : "--",
-			       c[i].name, c[i].detail);
+			print_check(&c[i]);
 		printf("%s\n", bad ? "taskprobe cannot run here: fix the FAIL lines above"
 				   : "taskprobe can run here");
 	}

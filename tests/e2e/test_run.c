@@ -377,6 +377,23 @@ TEST(TIER_E2E, no_bpf_permission_is_one_line_125)
 	ASSERT_EQ(strchr(buf, '\n') - buf + 1, (long)strlen(buf), "one line");
 }
 
+/*
+ * doctor in a mount namespace of its own, with tracefs and bpffs both unmounted (as
+ * on a fresh machine) or both mounted: the host's own mounts are never touched.
+ */
+static void doctor_in(struct tu_result *r, bool mounted)
+{
+	static const char unmount[] = "umount -l /sys/kernel/tracing 2>/dev/null; "
+				      "umount -l /sys/fs/bpf 2>/dev/null; exec \"$0\" doctor";
+	static const char mount[] =
+		"mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing;"
+		" mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf; exec \"$0\" doctor";
+	char *argv[] = { "unshare", "-m", "--propagation", "private", "sh", "-c",
+			 (char *)(mounted ? mount : unmount), (char *)tu_bin(), NULL };
+
+	tu_run(argv, r, 30);
+}
+
 TEST(TIER_E2E, doctor_reports_this_host)
 {
 	const char *json = tu_tmp("doctor.json");
@@ -386,15 +403,32 @@ TEST(TIER_E2E, doctor_reports_this_host)
 	int status;
 	pid_t pid;
 
-	tu_tp(&r, 30, "doctor", NULL);
-	ASSERT_EQ(r.status, 0, "taskprobe can run here");
-	snprintf(want, sizeof(want), "ok   cgroup2    %s\n", tu_cgroup_root());
-	ASSERT_TRUE(strstr(r.out, want) != NULL, "finds the cgroup2 mount this test found");
-	ASSERT_TRUE(strstr(r.out, "ok   bpf") != NULL, "BPF loads");
-	/* This host has one copy of each (/lib is /usr/lib): each probed once, by inode. */
-	ASSERT_TRUE(strstr(r.out, "libssl.so.3 x1, libgnutls.so.30 x1, libc.so.6 x1") != NULL,
-		    "the TLS libraries and libc are found and probed");
-	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "fits 80 columns");
+	for (int mounted = 0; mounted < 2; mounted++) {
+		doctor_in(&r, mounted);
+		ASSERT_EQ(r.status, 0, "taskprobe can run here");
+		snprintf(want, sizeof(want), "ok   cgroup2    %s\n", tu_cgroup_root());
+		ASSERT_TRUE(strstr(r.out, want) != NULL, "finds the cgroup2 mount this test found");
+		ASSERT_TRUE(strstr(r.out, "ok   bpf") != NULL, "BPF loads");
+		/* This host has one copy of each (/lib is /usr/lib): each probed once, by inode. */
+		ASSERT_TRUE(strstr(r.out, "libssl.so.3 x1, libgnutls.so.30 x1, libc.so.6 x1") !=
+				    NULL,
+			    "the TLS libraries and libc are found and probed");
+		if (mounted) {
+			ASSERT_TRUE(strstr(r.out, "ok   tracefs    /sys/kernel/tracing\n") &&
+					    strstr(r.out, "ok   bpffs      /sys/fs/bpf\n"),
+				    "tracefs and bpffs seen mounted");
+			ASSERT_TRUE(!strstr(r.out, "fix:"), "nothing to fix");
+		} else {
+			ASSERT_TRUE(strstr(r.out, "--   tracefs    not mounted") &&
+					    strstr(r.out, "fix: mount -t tracefs nodev "
+							  "/sys/kernel/tracing\n") &&
+					    strstr(r.out, "--   bpffs      not mounted") &&
+					    strstr(r.out, "fix: mount -t bpf bpf /sys/fs/bpf\n"),
+				    "tracefs and bpffs seen unmounted, with the fix");
+		}
+		if (!ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "fits 80 columns"))
+			fprintf(stderr, "    (%s)\n%s", mounted ? "mounted" : "unmounted", r.out);
+	}
 	tu_tp(&r, 30, "doctor", "--json", NULL);
 	d = tu_parse_json(r.out);
 	ASSERT_TRUE(json_get(d, "ok") && json_get(d, "ok")->b, "--json says ok");
@@ -414,4 +448,5 @@ TEST(TIER_E2E, doctor_reports_this_host)
 	ASSERT_TRUE(tp_read_file(json, want, sizeof(want)) > 0 &&
 			    strstr(want, "FAIL bpf        no permission: run as root"),
 		    "the missing permission and its fix");
+	ASSERT_EQ(tu_count_long_lines(want, 80), 0, "fits 80 columns as nobody too");
 }
