@@ -125,7 +125,8 @@ int cmd_doctor(int argc, char **argv)
 	n++;
 	collector__free(col);
 
-	c[n] = (struct check){ "sched_info", !access("/proc/self/schedstat", R_OK), false, "", NULL };
+	c[n] = (struct check){ "sched_info", !access("/proc/self/schedstat", R_OK), false, "",
+			       NULL };
 	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
 		 c[n].ok ? "run-queue latency from the kernel's stamps"
 			 : "absent (CONFIG_SCHED_INFO): wakeup programs stamp threads instead");

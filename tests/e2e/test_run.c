@@ -388,8 +388,15 @@ static void doctor_in(struct tu_result *r, bool mounted)
 	static const char mount[] =
 		"mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing;"
 		" mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf; exec \"$0\" doctor";
-	char *argv[] = { "unshare", "-m", "--propagation", "private", "sh", "-c",
-			 (char *)(mounted ? mount : unmount), (char *)tu_bin(), NULL };
+	char *argv[] = { "unshare",
+			 "-m",
+			 "--propagation",
+			 "private",
+			 "sh",
+			 "-c",
+			 (char *)(mounted ? mount : unmount),
+			 (char *)tu_bin(),
+			 NULL };
 
 	tu_run(argv, r, 30);
 }
