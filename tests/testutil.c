@@ -3,6 +3,7 @@
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <ftw.h>
 #include <limits.h>
 #include <signal.h>
@@ -34,6 +35,9 @@ static int nallocs;
 static struct json *jsons[MAX_TRACKED];
 static int njsons;
 static int cg_seq;
+/* Who the next tu_run's command runs as (tu_run_as), or -1: as the test. */
+static uid_t run_uid = (uid_t)-1;
+static gid_t run_gid = (gid_t)-1;
 
 static void *keep(void *p)
 {
@@ -108,6 +112,9 @@ static pid_t spawn_fds(char *const argv[], int out, int err)
 		dup2(devnull, 0);
 		dup2(out >= 0 ? out : devnull, 1);
 		dup2(err >= 0 ? err : devnull, 2);
+		if (run_uid != (uid_t)-1 &&
+		    (setgroups(0, NULL) || setgid(run_gid) || setuid(run_uid)))
+			_exit(126);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -155,6 +162,18 @@ int tu_run(char *const argv[], struct tu_result *r, int timeout_s)
 	close(ofd);
 	close(efd);
 	return 0;
+}
+
+int tu_run_as(uid_t uid, gid_t gid, char *const argv[], struct tu_result *r, int timeout_s)
+{
+	int err;
+
+	run_uid = uid;
+	run_gid = gid;
+	err = tu_run(argv, r, timeout_s);
+	run_uid = (uid_t)-1;
+	run_gid = (gid_t)-1;
+	return err;
 }
 
 pid_t tu_spawn(char *const argv[])

@@ -20,6 +20,8 @@ struct tu_result {
 const char *tu_tmp(const char *name);
 /* Runs argv (NULL-terminated) with output captured; killed after timeout_s. */
 int tu_run(char *const argv[], struct tu_result *r, int timeout_s);
+/* tu_run as another user (uid, gid, no supplementary groups): nobody is 65534. */
+int tu_run_as(uid_t uid, gid_t gid, char *const argv[], struct tu_result *r, int timeout_s);
 /* Runs the taskprobe binary under test with the NULL-terminated arguments after it. */
 int tu_tp(struct tu_result *r, int timeout_s, ...) __attribute__((sentinel));
 const char *tu_bin(void);

@@ -10,9 +10,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/mount.h>
 
 #include "cgroup.h"
 #include "util.h"
+
+/* Where the host mounts cgroup2, when we reach it through a mount of our own. */
+static char display_root[PATH_MAX];
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape_octal(char *s)
@@ -68,9 +73,9 @@ int cgroup2_mount_from(FILE *mountinfo, char *buf, size_t len)
 	return err;
 }
 
-int cgroup2_mount(char *buf, size_t len)
+static int mount_from(const char *mountinfo, char *buf, size_t len)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	FILE *f = fopen(mountinfo, "re");
 	int err;
 
 	if (!f)
@@ -78,6 +83,58 @@ int cgroup2_mount(char *buf, size_t len)
 	err = cgroup2_mount_from(f, buf, len);
 	fclose(f);
 	return err;
+}
+
+/*
+ * A cgroup2 mount of our own, attached nowhere (fsopen/fsmount, Linux 5.2+): the same
+ * hierarchy, reached through its fd, kept open for the process's life.
+ */
+static int detached_cgroup2(void)
+{
+	static int fd = -1;
+	int fs;
+
+	if (fd >= 0)
+		return fd;
+	fs = (int)syscall(SYS_fsopen, "cgroup2", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (!syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		fd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
+	close(fs);
+	return fd >= 0 ? fd : -errno;
+}
+
+int cgroup2_mount(char *buf, size_t len)
+{
+	char mnt[PATH_MAX];
+	int err = mount_from("/proc/self/mountinfo", buf, len), fd;
+
+	if (err != -ENOENT)
+		return err;
+	/*
+	 * Not in this mount namespace, though the host has it: `ip netns exec` remounts
+	 * /sys, and cgroup2 with it. The hierarchy is the same one; mount it where only
+	 * this process sees it.
+	 */
+	if (mount_from("/proc/1/mountinfo", mnt, sizeof(mnt)))
+		return -ENOENT;
+	fd = detached_cgroup2();
+	if (fd < 0)
+		return -ENOENT;
+	snprintf(display_root, sizeof(display_root), "%s", mnt);
+	return (size_t)snprintf(buf, len, "/proc/self/fd/%d", fd) >= len ? -ENAMETOOLONG : 0;
+}
+
+const char *cgroup_display(const char *path, char *buf, size_t len)
+{
+	const char *rel;
+
+	if (!display_root[0] || strncmp(path, "/proc/self/fd/", 14))
+		return path;
+	rel = strchr(path + 14, '/');
+	snprintf(buf, len, "%s%s", display_root, rel ? rel : "");
+	return buf;
 }
 
 int cgroup_id(const char *path, __u64 *id)

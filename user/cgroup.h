@@ -7,8 +7,14 @@
 #include <stdio.h>
 #include <linux/types.h>
 
-/* Where the cgroup2 hierarchy is mounted, from /proc/self/mountinfo; -ENOENT if nowhere. */
+/*
+ * Where the cgroup2 hierarchy is, from /proc/self/mountinfo; in a mount namespace
+ * without it (`ip netns exec`), a mount of our own reached as /proc/self/fd/N.
+ * -ENOENT if the host has none.
+ */
 int cgroup2_mount(char *buf, size_t len);
+/* A cgroup's path as the host's mount shows it (for records and messages). */
+const char *cgroup_display(const char *path, char *buf, size_t len);
 /* The same over any mountinfo stream (for tests). */
 int cgroup2_mount_from(FILE *mountinfo, char *buf, size_t len);
 

@@ -196,7 +196,7 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 		return -EINVAL;
 	}
 	if (q->nargs && strcmp(cmd, "count") && !tp_valid_id(q->args[0])) {
-		tp_err("%s: invalid task id '%.64s'", cmd, q->args[0]);
+		tp_err("%s: invalid task id '%.64s': use " TP_ID_RULE, cmd, q->args[0]);
 		return -EINVAL;
 	}
 	return 0;
@@ -210,7 +210,7 @@ static struct store *open_db(const struct qopts *q)
 	config_defaults(&cfg);
 	if (config_load(&cfg, q->config ? q->config : TP_DEFAULT_CONFIG, q->config != NULL))
 		return NULL;
-	return store__open(q->db ? q->db : env && *env ? env : cfg.db, false);
+	return store__open(q->db ? q->db : env && *env ? env : cfg.db, false, cfg.db_gid);
 }
 
 /* Adds " AND EXISTS(label = value)" for each filter; binds from index *i on. */
@@ -240,14 +240,6 @@ static __s64 since_cutoff(const struct qopts *q)
 	return q->have_since ? (__s64)(tp_realtime_ns() - q->since_ns) : 0;
 }
 
-static int prepare(struct store *s, const char *sql, sqlite3_stmt **st)
-{
-	if (sqlite3_prepare_v2(store__db(s), sql, -1, st, NULL) == SQLITE_OK)
-		return 0;
-	tp_err("database query failed: %s", sqlite3_errmsg(store__db(s)));
-	return -EIO;
-}
-
 int cmd_list(int argc, char **argv)
 {
 	char sql[4096], when[40], wall[32], cpu[32], mem[32];
@@ -256,7 +248,7 @@ int cmd_list(int argc, char **argv)
 	struct store *s;
 	struct jw w;
 	long shown = 0;
-	int rc = parse_query(argc, argv, "since label status limit", 0, 0, list_usage, &q);
+	int rc = parse_query(argc, argv, "since label status limit", 0, 0, list_usage, &q), step;
 
 	if (rc)
 		return rc > 0 ? 0 : EXIT_USAGE;
@@ -270,7 +262,7 @@ int cmd_list(int argc, char **argv)
 		 " FROM tasks t WHERE t.start_ns >= ?");
 	filter_sql(sql, sizeof(sql), "t.tid", q.nfilters);
 	strncat(sql, " ORDER BY t.start_ns DESC, t.tid DESC", sizeof(sql) - strlen(sql) - 1);
-	if (prepare(s, sql, &st)) {
+	if (store__prepare(s, sql, &st)) {
 		store__close(s);
 		return EXIT_RUNTIME;
 	}
@@ -283,7 +275,7 @@ int cmd_list(int argc, char **argv)
 		printf("%-26s %-8s %-19s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL",
 		       "CPU", "PEAK MEM");
 	}
-	while (shown < q.limit && sqlite3_step(st) == SQLITE_ROW) {
+	while (shown < q.limit && (step = store__step(s, st)) == SQLITE_ROW) {
 		const char *id = (const char *)sqlite3_column_text(st, 0);
 		const char *status = store__live_status((const char *)sqlite3_column_text(st, 1),
 							(const char *)sqlite3_column_text(st, 2));
@@ -324,7 +316,7 @@ int cmd_list(int argc, char **argv)
 		jw_arr_end(&w);
 	sqlite3_finalize(st);
 	store__close(s);
-	return 0;
+	return step < 0 ? EXIT_RUNTIME : 0;
 }
 
 /* The newest stored task with this id: its tid, status (live) and record, or -ENOENT. */
@@ -334,13 +326,17 @@ static int find_task(struct store *s, const char *id, __s64 *tid, char *status, 
 	sqlite3_stmt *st;
 	int err = -ENOENT;
 
-	if (prepare(s,
+	if (store__prepare(
+		    s,
 		    "SELECT tid, status, lock, record, wall_ns, start_ns FROM tasks WHERE id = ? "
 		    "ORDER BY start_ns DESC, tid DESC LIMIT 1",
 		    &st))
 		return -EIO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	switch (store__step(s, st)) {
+	case SQLITE_DONE:
+		break;
+	case SQLITE_ROW: {
 		const char *rec = (const char *)sqlite3_column_text(st, 3);
 
 		*tid = sqlite3_column_int64(st, 0);
@@ -353,6 +349,10 @@ static int find_task(struct store *s, const char *id, __s64 *tid, char *status, 
 				   ? (__u64)sqlite3_column_int64(st, 4)
 				   : tp_realtime_ns() - (__u64)sqlite3_column_int64(st, 5);
 		err = 0;
+		break;
+	}
+	default:
+		err = -EIO;
 	}
 	sqlite3_finalize(st);
 	if (err == -ENOENT)
@@ -467,13 +467,14 @@ int cmd_hist(int argc, char **argv)
 	sqlite3_stmt *st;
 	struct store *s;
 	struct jw w;
-	int ret, found = 0;
+	int ret, found = 0, step;
 
 	s = open_task(argc, argv, "", 2, hist_usage, &q, &ref, &ret);
 	if (!s)
 		return ret;
 	ret = EXIT_RUNTIME;
-	if (prepare(s,
+	if (store__prepare(
+		    s,
 		    "SELECT name, unit, count, sum, slots FROM histograms WHERE task = ? AND "
 		    "(? IS NULL OR name = ?) ORDER BY name",
 		    &st))
@@ -486,7 +487,7 @@ int cmd_hist(int argc, char **argv)
 		jw_init(&w, stdout, true);
 		jw_obj_begin(&w);
 	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((step = store__step(s, st)) == SQLITE_ROW) {
 		struct tp_hist h = { 0 };
 		const char *name = (const char *)sqlite3_column_text(st, 0);
 		int len = sqlite3_column_bytes(st, 4);
@@ -520,6 +521,8 @@ int cmd_hist(int argc, char **argv)
 	if (q.json)
 		jw_obj_end(&w);
 	sqlite3_finalize(st);
+	if (step < 0)
+		goto out;
 	if (!found && q.nargs > 1) {
 		tp_err("task '%s' has no histogram '%s' (cpu.runq_latency or runq, io.latency or io, "
 		       "net.tcp.connect_latency or tcp_connect)",
@@ -557,7 +560,7 @@ int cmd_series(int argc, char **argv)
 	sqlite3_stmt *st;
 	struct store *s;
 	struct jw w;
-	int ret;
+	int ret, step;
 
 	s = open_task(argc, argv, "points", 1, series_usage, &q, &ref, &ret);
 	if (!s)
@@ -565,10 +568,10 @@ int cmd_series(int argc, char **argv)
 	ret = EXIT_RUNTIME;
 	rec = ref.record ? json_parse(ref.record, strlen(ref.record), NULL, 0) : NULL;
 	phases = json_get(rec, "phases");
-	if (prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
+	if (store__prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
 		goto out;
 	sqlite3_bind_int64(st, 1, ref.tid);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((step = store__step(s, st)) == SQLITE_ROW) {
 		if (series_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
 				  &pts, &n)) {
 			tp_err("a series block of '%s' is damaged; showing the others", q.args[0]);
@@ -576,6 +579,8 @@ int cmd_series(int argc, char **argv)
 		}
 	}
 	sqlite3_finalize(st);
+	if (step < 0)
+		goto out;
 	bk = calloc((size_t)q.points, sizeof(*bk));
 	if (!bk || series_buckets(pts, n, ref.wall_ns / 1000000, (int)q.points, bk))
 		goto out;
@@ -696,11 +701,13 @@ int cmd_count(int argc, char **argv)
 	s = open_db(&q);
 	if (!s)
 		return EXIT_RUNTIME;
-	if (prepare(s, "SELECT 1 FROM metrics WHERE name = ? LIMIT 1", &st))
+	if (store__prepare(s, "SELECT 1 FROM metrics WHERE name = ? LIMIT 1", &st))
 		goto out;
 	sqlite3_bind_text(st, 1, q.args[0], -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
+	rc = store__step(s, st);
 	sqlite3_finalize(st);
+	if (rc < 0)
+		goto out;
 	if (rc != SQLITE_ROW) {
 		tp_err("no stored task has metric '%s'; 'taskprobe show --json ID' lists a task's "
 		       "metrics",
@@ -727,7 +734,7 @@ int cmd_count(int argc, char **argv)
 			"'host' AND h.value GLOB ?)",
 			sizeof(sql) - strlen(sql) - 1);
 	strncat(sql, " GROUP BY 1 ORDER BY 3 DESC", sizeof(sql) - strlen(sql) - 1);
-	if (prepare(s, sql, &st))
+	if (store__prepare(s, sql, &st))
 		goto out;
 	/* ?1 metric, ?2 host glob, ?3 --by label, ?4 since; then the filters' own. */
 	sqlite3_bind_text(st, 1, q.args[0], -1, SQLITE_STATIC);
@@ -748,7 +755,7 @@ int cmd_count(int argc, char **argv)
 	} else {
 		printf("%-32s %8s %20s\n", q.by ? q.by : "", "TASKS", q.args[0]);
 	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = store__step(s, st)) == SQLITE_ROW) {
 		const char *g = (const char *)sqlite3_column_text(st, 0);
 		long n = (long)sqlite3_column_int64(st, 1);
 		double sum = sqlite3_column_double(st, 2);
@@ -766,6 +773,8 @@ int cmd_count(int argc, char **argv)
 		}
 	}
 	sqlite3_finalize(st);
+	if (rc < 0)
+		goto out;
 	if (q.json) {
 		jw_arr_end(&w);
 		jw_ku64(&w, "tasks", (__u64)tasks);

@@ -35,7 +35,8 @@ const char run_usage[] =
 	"usage: taskprobe run [OPTIONS] [--] CMD [ARG...]\n"
 	"Runs CMD as a task in a cgroup of its own and prints what the task used.\n"
 	"\n"
-	"  --id ID           task id, [A-Za-z0-9._:@-]{1,128} (default: generated)\n"
+	"  --id ID           task id, [A-Za-z0-9._:@-]{1,128}, not . or ..\n"
+	"                    (default: generated, unique on this host)\n"
 	"  --label K=V       label the task (repeatable, at most 64)\n"
 	"  --json FILE       write the task record to FILE as JSON\n"
 	"  --grace SECS      how long processes may outlive CMD before they are killed\n"
@@ -102,9 +103,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		switch (opt) {
 		case OPT_ID:
 			if (!tp_valid_id(optarg)) {
-				tp_err("run: invalid task id '%.*s': use 1 to 128 of A-Z a-z 0-9 . _ : "
-				       "@ -",
-				       64, optarg);
+				tp_err("run: invalid task id '%.*s': use " TP_ID_RULE, 64, optarg);
 				return -EINVAL;
 			}
 			snprintf(o->id, sizeof(o->id), "%s", optarg);
@@ -117,6 +116,13 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			if (tp_parse_label(optarg, &o->labels[o->nlabels].key,
 					   &o->labels[o->nlabels].val, &why)) {
 				tp_err("run: invalid label '%.*s': %s", 64, optarg, why);
+				return -EINVAL;
+			}
+			if (hostinfo_is_label(o->labels[o->nlabels].key)) {
+				tp_err("run: label '%s' is a host label, recorded by taskprobe "
+				       "itself; use another key (instance_type and worker_pool come "
+				       "from the config)",
+				       o->labels[o->nlabels].key);
 				return -EINVAL;
 			}
 			for (int i = 0; i < o->nlabels; i++)
@@ -667,7 +673,10 @@ static void fill_identity(struct task_record *t, const struct run_opts *o,
 	t->argc = o->argc;
 	memcpy(t->labels, o->labels, sizeof(o->labels));
 	t->nlabels = o->nlabels;
-	snprintf(t->cgroup, sizeof(t->cgroup), "%s", st->cgroup);
+	char shown[PATH_MAX];
+
+	snprintf(t->cgroup, sizeof(t->cgroup), "%s",
+		 cgroup_display(st->cgroup, shown, sizeof(shown)));
 	if (gethostname(t->host, sizeof(t->host) - 1))
 		strcpy(t->host, "unknown");
 }
@@ -694,7 +703,7 @@ static int open_store(struct run_opts *o, const struct config *cfg, struct store
 	/* --db, then TASKPROBE_DB (for a whole CI job at once), then the config's db. */
 	if (!o->db_path)
 		o->db_path = getenv("TASKPROBE_DB");
-	*store = store__open(o->db_path && *o->db_path ? o->db_path : cfg->db, true);
+	*store = store__open(o->db_path && *o->db_path ? o->db_path : cfg->db, true, cfg->db_gid);
 	return *store ? 0 : -EIO;
 }
 

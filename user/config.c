@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ void config_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->db, sizeof(c->db), "%s", TP_DEFAULT_DB);
+	c->db_gid = (gid_t)-1;
 	c->retain_days = 30;
 	c->max_db_mb = 1024;
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
@@ -70,6 +72,15 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		*why = "db takes an absolute path";
 		return val[0] == '/' ? set_str(c->db, sizeof(c->db), val) : -EINVAL;
 	}
+	if (!strcmp(key, "db_group")) {
+		struct group *g = getgrnam(val);
+
+		*why = "db_group takes the name of an existing group";
+		if (!g)
+			return -EINVAL;
+		c->db_gid = g->gr_gid;
+		return 0;
+	}
 	if (!strcmp(key, "http_ports"))
 		return http_ports_parse(&c->http_ports, val, why);
 	if (!strcmp(key, "instance_type")) {
@@ -88,7 +99,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 			return -EINVAL;
 		return set_str(out, sizeof(c->phase_begin_marker), val);
 	}
-	*why = "unknown key (known: db, retain_days, max_db_mb, instance_type, worker_pool, "
+	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
 	       "phase_begin_marker, phase_end_marker, http_ports)";
 	return -EINVAL;
 }

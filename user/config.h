@@ -4,6 +4,7 @@
 #define TP_CONFIG_H
 
 #include <limits.h>
+#include <sys/types.h>
 
 #include "net.h"
 
@@ -12,6 +13,8 @@
 
 struct config {
 	char db[PATH_MAX];
+	/* db_group: this group may read the database (files 0640); -1: root only (0600) */
+	gid_t db_gid;
 	int retain_days;
 	int max_db_mb;
 	char instance_type[128];

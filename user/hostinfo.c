@@ -8,6 +8,18 @@
 
 #include "hostinfo.h"
 
+const char *const host_label_keys[HOST_LABELS] = { "host",	 "kernel",    "cpu_model",
+						   "ncpu",	 "mem_total", "instance_type",
+						   "worker_pool" };
+
+bool hostinfo_is_label(const char *key)
+{
+	for (int i = 0; i < HOST_LABELS; i++)
+		if (!strcmp(key, host_label_keys[i]))
+			return true;
+	return false;
+}
+
 /* The value after "key" and a colon in a /proc text file, trimmed. */
 static void proc_field(const char *file, const char *key, char *out, size_t len)
 {
@@ -55,19 +67,19 @@ void hostinfo_labels(const struct config *cfg, struct label out[HOST_LABELS], ch
 
 	gethostname(buf, sizeof(buf) - 1);
 	buf[sizeof(buf) - 1] = '\0';
-	out[i].key = "host";
+	out[i].key = (char *)host_label_keys[0];
 	out[i++].val = put(&p, end, buf);
-	out[i].key = "kernel";
+	out[i].key = (char *)host_label_keys[1];
 	out[i++].val = put(&p, end, uname(&u) ? "unknown" : u.release);
 	proc_field("/proc/cpuinfo", "model name", buf, sizeof(buf));
-	out[i].key = "cpu_model";
+	out[i].key = (char *)host_label_keys[2];
 	out[i++].val = put(&p, end, buf);
 	snprintf(buf, sizeof(buf), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-	out[i].key = "ncpu";
+	out[i].key = (char *)host_label_keys[3];
 	out[i++].val = put(&p, end, buf);
 	proc_field("/proc/meminfo", "MemTotal", buf, sizeof(buf));
 	snprintf(buf, sizeof(buf), "%llu", strtoull(buf, NULL, 10) * 1024ULL);
-	out[i].key = "mem_total";
+	out[i].key = (char *)host_label_keys[4];
 	out[i++].val = put(&p, end, buf);
 	/* Config first, then the environment, then what the firmware calls the machine. */
 	if (cfg->instance_type[0])
@@ -78,8 +90,8 @@ void hostinfo_labels(const struct config *cfg, struct label out[HOST_LABELS], ch
 		buf[strcspn(buf, "\n")] = '\0';
 	else
 		snprintf(buf, sizeof(buf), "unknown");
-	out[i].key = "instance_type";
+	out[i].key = (char *)host_label_keys[5];
 	out[i++].val = put(&p, end, buf[0] ? buf : "unknown");
-	out[i].key = "worker_pool";
+	out[i].key = (char *)host_label_keys[6];
 	out[i++].val = put(&p, end, cfg->worker_pool[0] ? cfg->worker_pool : "default");
 }

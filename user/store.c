@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -19,6 +20,8 @@ struct store {
 	char path[PATH_MAX];
 	char lockdir[PATH_MAX];
 	int lock_fd;
+	gid_t gid;   /* the group that may read it, or -1 */
+	mode_t mode; /* of its files: 0600, or 0640 with a group */
 };
 
 /* Each entry moves the schema one version forward; never edit a shipped one. */
@@ -71,6 +74,25 @@ static int exec(struct store *s, const char *sql)
 	return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
+/*
+ * Switching a new database to WAL takes an exclusive lock that SQLite does not wait
+ * for (no busy handler): two runs that make the database at once retry here, as
+ * long as the busy timeout would have waited.
+ */
+static int set_wal(struct store *s)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+	for (int i = 0; i < 500; i++) {
+		if (!exec(s, "PRAGMA journal_mode = WAL"))
+			return 0;
+		if (sqlite3_errcode(s->db) != SQLITE_BUSY)
+			return -EIO;
+		nanosleep(&ts, NULL);
+	}
+	return -EIO;
+}
+
 static int user_version(struct store *s, int *v)
 {
 	sqlite3_stmt *st;
@@ -110,11 +132,20 @@ static int migrate(struct store *s, int target)
 	}
 }
 
-static int mkdir_parents(const char *path)
+/*
+ * The database's directory: parents that are missing are made 0755, the directory
+ * itself 0700 (0750 for the readers' group), since it holds every task's command line.
+ */
+static int make_dirs(const struct store *s)
 {
 	char buf[PATH_MAX];
+	char *last;
 
-	snprintf(buf, sizeof(buf), "%s", path);
+	snprintf(buf, sizeof(buf), "%s", s->path);
+	last = strrchr(buf, '/');
+	if (!last || last == buf)
+		return 0;
+	*last = '\0';
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -123,26 +154,82 @@ static int mkdir_parents(const char *path)
 			return -errno;
 		*p = '/';
 	}
+	if (!mkdir(buf, s->gid != (gid_t)-1 ? 0750 : 0700)) {
+		if (s->gid != (gid_t)-1 && chown(buf, (uid_t)-1, s->gid))
+			return -errno;
+		return 0;
+	}
+	return errno == EEXIST ? 0 : -errno;
+}
+
+/*
+ * The database file and its -wal and -shm (SQLite gives those the database's own
+ * mode and owner): 0600, or 0640 and the readers' group. Made before SQLite opens
+ * it, and tightened on files of ours that an older taskprobe made 0644.
+ */
+static int secure_files(const struct store *s)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	char file[PATH_MAX + 8];
+	struct stat st;
+	int fd;
+
+	fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, s->mode);
+	if (fd >= 0)
+		close(fd);
+	else if (errno != EEXIST)
+		return -errno;
+	for (size_t i = 0; i < ARRAY_SIZE(sfx); i++) {
+		snprintf(file, sizeof(file), "%s%s", s->path, sfx[i]);
+		if (stat(file, &st) || st.st_uid != geteuid())
+			continue;
+		if (s->gid != (gid_t)-1 && st.st_gid != s->gid && chown(file, (uid_t)-1, s->gid))
+			return -errno;
+		if ((st.st_mode & 07777) != s->mode && chmod(file, s->mode))
+			return -errno;
+	}
 	return 0;
 }
 
-static struct store *open_at(const char *path, bool create, int target)
+static struct store *open_at(const char *path, bool create, gid_t gid, int target)
 {
 	struct store *s = calloc(1, sizeof(*s));
-	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), v = 0;
+	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), v = 0, err;
+	bool writer = true;
 
 	if (!s)
 		return NULL;
 	s->lock_fd = -1;
+	s->gid = gid;
+	s->mode = gid != (gid_t)-1 ? 0640 : 0600;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	snprintf(s->lockdir, sizeof(s->lockdir), "%s.locks", path);
-	if (!create && access(path, F_OK)) {
+	if (!create && access(path, F_OK) && errno != EACCES) {
 		tp_err("no database at %s; 'taskprobe run' makes it (or pass --db PATH)", path);
 		goto fail;
 	}
-	if (create && mkdir_parents(path)) {
-		tp_err("cannot create the directory of %s: %s", path, strerror(errno));
+	if (!create && access(path, R_OK)) {
+		tp_err("cannot read DB: %s (%s); it is readable by root and by the config's "
+		       "db_group",
+		       errno == EACCES ? "permission denied" : strerror(errno), path);
 		goto fail;
+	}
+	/*
+	 * A query by a user who may not write (the readers' group) opens it read-only;
+	 * one who may (root) also migrates an older schema forward, as a run would.
+	 */
+	if (!create && access(path, W_OK)) {
+		writer = false;
+		flags = SQLITE_OPEN_READONLY;
+	}
+	if (create) {
+		err = make_dirs(s);
+		if (!err)
+			err = secure_files(s);
+		if (err) {
+			tp_err("cannot create database %s: %s", path, strerror(-err));
+			goto fail;
+		}
 	}
 	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
 		tp_err("cannot open database %s: %s", path,
@@ -162,27 +249,46 @@ static struct store *open_at(const char *path, bool create, int target)
 		       path, v, STORE_SCHEMA);
 		goto fail;
 	}
-	if (exec(s, "PRAGMA journal_mode = WAL") || exec(s, "PRAGMA synchronous = NORMAL") ||
-	    exec(s, "PRAGMA foreign_keys = ON")) {
+	if (!writer) {
+		/* A reader: the writer set WAL mode; queries change nothing. */
+		if (v < target) {
+			tp_err("database %s has schema %d; the next 'taskprobe run' upgrades it to %d",
+			       path, v, target);
+			goto fail;
+		}
+		return s;
+	}
+	/*
+	 * The -wal and -shm files stay when the last writer closes: a reader without
+	 * write access to the directory (the readers' group) cannot make them itself.
+	 */
+	sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
+	if (set_wal(s) || exec(s, "PRAGMA synchronous = NORMAL") ||
+	    exec(s, "PRAGMA journal_size_limit = 8388608") || exec(s, "PRAGMA foreign_keys = ON")) {
 		db_error(s, "setting up");
 		goto fail;
 	}
 	if (v < target && migrate(s, target))
 		goto fail;
+	/* WAL mode made the -wal and -shm files: give them the database's mode. */
+	if (create && secure_files(s)) {
+		tp_err("cannot set the mode of %s-wal/-shm: %s", path, strerror(errno));
+		goto fail;
+	}
 	return s;
 fail:
 	store__close(s);
 	return NULL;
 }
 
-struct store *store__open(const char *path, bool create)
+struct store *store__open(const char *path, bool create, gid_t gid)
 {
-	return open_at(path, create, STORE_SCHEMA);
+	return open_at(path, create, gid, STORE_SCHEMA);
 }
 
 int store__create_at_version(const char *path, int n)
 {
-	struct store *s = open_at(path, true, n);
+	struct store *s = open_at(path, true, (gid_t)-1, n);
 
 	if (!s)
 		return -EIO;
@@ -203,6 +309,23 @@ void store__close(struct store *s)
 sqlite3 *store__db(struct store *s)
 {
 	return s->db;
+}
+
+int store__prepare(struct store *s, const char *sql, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK)
+		return 0;
+	*st = NULL;
+	return db_error(s, "reading");
+}
+
+int store__step(struct store *s, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc;
+	return db_error(s, "reading");
 }
 
 const char *store__live_status(const char *status, const char *lock)
@@ -275,14 +398,23 @@ static char *command_json(const struct task_record *t)
 	return buf;
 }
 
+/* Readers (list, show) test the lock: the readers' group may open it, nobody else. */
 static int take_lock(struct store *s, __s64 tid, char *path, size_t len)
 {
-	if (mkdir(s->lockdir, 0755) && errno != EEXIST)
+	bool group = s->gid != (gid_t)-1;
+
+	if (!mkdir(s->lockdir, group ? 0750 : 0700)) {
+		if (group && chown(s->lockdir, (uid_t)-1, s->gid))
+			return -errno;
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	snprintf(path, len, "%s/%lld.lock", s->lockdir, (long long)tid);
 	/* Close-on-exec: the task's processes must not keep a dead collector "alive". */
-	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, s->mode);
 	if (s->lock_fd < 0)
+		return -errno;
+	if (group && fchown(s->lock_fd, (uid_t)-1, s->gid))
 		return -errno;
 	return flock(s->lock_fd, LOCK_EX | LOCK_NB) ? -errno : 0;
 }
@@ -308,7 +440,7 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
 	for (int i = 0; i < nhost && !err; i++)
 		err = run_stmt(s, "INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", "itt",
 			       (long long)*tid, host_labels[i].key, host_labels[i].val);
-	/* The user's labels win over host labels of the same name. */
+	/* No task label names a host label: run refuses those (hostinfo_is_label). */
 	for (int i = 0; i < t->nlabels && !err; i++)
 		err = run_stmt(s, "INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", "itt",
 			       (long long)*tid, t->labels[i].key, t->labels[i].val);
@@ -522,13 +654,16 @@ int store__mark_lost(struct store *s)
 	if (sqlite3_prepare_v2(s->db, "SELECT tid, lock FROM tasks WHERE status = 'running'", -1,
 			       &st, NULL) != SQLITE_OK)
 		return db_error(s, "finding running tasks");
-	while (n < (int)ARRAY_SIZE(dead) && sqlite3_step(st) == SQLITE_ROW) {
+	while (n < (int)ARRAY_SIZE(dead) && (err = store__step(s, st)) == SQLITE_ROW) {
 		const char *lock = (const char *)sqlite3_column_text(st, 1);
 
 		if (!strcmp(store__live_status("running", lock), "lost"))
 			dead[n++] = sqlite3_column_int64(st, 0);
 	}
 	sqlite3_finalize(st);
+	if (err < 0)
+		return err;
+	err = 0;
 	for (int i = 0; i < n && !err; i++)
 		err = run_stmt(s, "UPDATE tasks SET status = 'lost' WHERE tid = ?", "i",
 			       (long long)dead[i]);

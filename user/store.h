@@ -20,12 +20,20 @@
 struct store;
 
 /*
- * Opens (create: and makes) the database at path. NULL on failure, with the reason
- * already printed as one "taskprobe:" line.
+ * Opens the database at path: create makes it (and its directory) for writing, with
+ * files 0600, or 0640 for the group gid (-1: none); otherwise it is opened read-only
+ * for queries. NULL on failure, with the reason already printed as one
+ * "taskprobe:" line.
  */
-struct store *store__open(const char *path, bool create);
+struct store *store__open(const char *path, bool create, gid_t gid);
 void store__close(struct store *s);
 sqlite3 *store__db(struct store *s);
+/*
+ * A query's statement, and its steps: SQLITE_ROW or SQLITE_DONE, or -EIO after the
+ * one-line error (a damaged page is "corrupt", never the end of the rows).
+ */
+int store__prepare(struct store *s, const char *sql, sqlite3_stmt **st);
+int store__step(struct store *s, sqlite3_stmt *st);
 
 /* Writes the task's row (status running) with its labels; takes its liveness lock. */
 int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,

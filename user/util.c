@@ -27,22 +27,46 @@ void tp_verbose_log(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * A message is one line whatever the values in it hold: control characters come out
+ * escaped (\n, \t, \x1b), never raw.
+ */
+static void escape_line(char *out, size_t len, const char *in)
+{
+	size_t o = 0;
+
+	for (; *in && o + 5 < len; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c >= 0x20 && c != 0x7f)
+			out[o++] = (char)c;
+		else if (c == '\n' || c == '\t' || c == '\r')
+			o += (size_t)snprintf(out + o, len - o, "\\%c",
+					      c == '\n'	  ? 'n'
+					      : c == '\t' ? 't'
+							  : 'r');
+		else
+			o += (size_t)snprintf(out + o, len - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+}
+
 void tp_err(const char *fmt, ...)
 {
-	char msg[1024];
+	char raw[1024], msg[4096];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	escape_line(msg, sizeof(msg), raw);
 	fprintf(stderr, "taskprobe: %s\n", msg);
 	if (tp_json_errors) {
 		fputs("{\"error\": \"", stdout);
 		for (const char *p = msg; *p; p++) {
 			if (*p == '"' || *p == '\\')
 				fputc('\\', stdout);
-			if ((unsigned char)*p >= 0x20)
-				fputc(*p, stdout);
+			fputc(*p, stdout);
 		}
 		fputs("\"}\n", stdout);
 	}
@@ -67,7 +91,10 @@ static bool id_char(char c)
 	       c == '.' || c == '_' || c == ':' || c == '@' || c == '-';
 }
 
-/* SPEC section 9: [A-Za-z0-9._:@-]{1,128}; "." and ".." would name another cgroup. */
+/*
+ * SPEC section 9: [A-Za-z0-9._:@-]{1,128}, except "." and "..", which would name the
+ * cgroup directory itself or its parent.
+ */
 bool tp_valid_id(const char *id)
 {
 	size_t n = strlen(id);

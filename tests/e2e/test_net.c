@@ -307,8 +307,10 @@ TEST(TIER_E2E, plaintext_concurrent_tasks_attributed_separately)
 	ASSERT_EQ(r.status, 0, "both tasks");
 	a = tu_load_json(ja);
 	b = tu_load_json(jb);
-	if (!a || !b)
+	if (!a || !b) {
+		fprintf(stderr, "    %s", r.err);
 		return;
+	}
 	ASSERT_EQ(tu_num(http_host(a, "plain.example.test"), "requests"), 3, "A: 3 requests");
 	ASSERT_EQ(failure_kind(http_host(a, "plain.example.test"), "status_5xx"), 3, "A: 3 500s");
 	ASSERT_EQ(tu_num(http_host(b, "plain.example.test"), "requests"), 5, "B: 5 requests");

@@ -155,6 +155,35 @@ TEST(TIER_E2E, nested_cgroup_work_is_charged)
 	check_cgroup_removed(rec);
 }
 
+/* `ip netns exec` remounts /sys without cgroup2: the run still finds the hierarchy. */
+TEST(TIER_E2E, run_inside_ip_netns_exec)
+{
+	const char *json = tu_tmp("task.json"), *truth = tu_tmp("truth");
+	char ns[32], want[4096];
+	double children, self;
+	const struct json *rec;
+	struct tu_result r;
+
+	snprintf(ns, sizeof(ns), "tp-e2e-%d", (int)getpid());
+	tu_run((char *[]){ "ip", "netns", "add", ns, NULL }, &r, 10);
+	if (!ASSERT_EQ(r.status, 0, "ip netns add"))
+		return;
+	tu_run((char *[]){ "ip", "netns", "exec", ns, (char *)tu_bin(), "run", "--quiet", "--json",
+			   (char *)json, "--", (char *)tu_helper("burn"), "1", "300", (char *)truth,
+			   NULL },
+	       &r, 60);
+	tu_run((char *[]){ "ip", "netns", "del", ns, NULL }, &r, 10);
+	rec = tu_load_json(json);
+	if (!rec || !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
+		return;
+	ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), children + self, 0.02,
+		    "CPU inside the netns vs getrusage");
+	snprintf(want, sizeof(want), "%s/taskprobe/", tu_cgroup_root());
+	ASSERT_TRUE(!strncmp(str(rec, "cgroup"), want, strlen(want)),
+		    "the record names the host's path of the cgroup");
+	check_cgroup_removed(rec);
+}
+
 TEST(TIER_E2E, exit_status_passed_through)
 {
 	const char *noexec = tu_tmp("not-executable");
@@ -184,20 +213,29 @@ TEST(TIER_E2E, bad_input_one_line_errors)
 	static const struct {
 		const char *args[6];
 		int status;
+		const char *says; /* in the message, as printed (escaped) */
 	} cases[] = {
-		{ { "run", "--bogus", "--", "true" }, 125 },
-		{ { "run", "--id", "a/b", "--", "true" }, 125 },
-		{ { "run", "--id", "..", "--", "true" }, 125 },
-		{ { "run", "--label", "novalue", "--", "true" }, 125 },
-		{ { "run", "--grace", "soon", "--", "true" }, 125 },
-		{ { "run", "--" }, 125 },
-		{ { "run" }, 125 },
-		{ { "frobnicate" }, 2 },
+		{ { "run", "--bogus", "--", "true" }, 125, "unknown option '--bogus'" },
+		{ { "run", "--id", "a/b", "--", "true" }, 125, "invalid task id 'a/b'" },
+		{ { "run", "--id", "..", "--", "true" }, 125, "(not . or ..)" },
+		{ { "run", "--id", ".", "--", "true" }, 125, "'.': use 1 to 128 of" },
+		{ { "run", "--id", "a\nb\x1b[2J", "--", "true" }, 125, "'a\\nb\\x1b[2J'" },
+		{ { "run", "--label", "novalue", "--", "true" }, 125, "expected K=V" },
+		{ { "run", "--label", "k=a\tb\r", "--", "true" }, 125, "'k=a\\tb\\r'" },
+		{ { "run", "--label", "host=ci-7", "--", "true" }, 125, "'host' is a host label" },
+		{ { "run", "--label", "instance_type=x", "--", "true" }, 125, "is a host label" },
+		{ { "run", "--grace", "soon", "--", "true" }, 125, "invalid --grace 'soon'" },
+		{ { "run", "--" }, 125, "no command given" },
+		{ { "run" }, 125, "no command given" },
+		{ { "show", "x\ny" }, 2, "invalid task id 'x\\ny'" },
+		{ { "list", "--label", "k\x7f=v" }, 2, "'k\\x7f=v'" },
+		{ { "frobnicate\n" }, 2, "unknown command 'frobnicate\\n'" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *argv[8] = { (char *)tu_bin() };
 		struct tu_result r;
+		bool raw = false;
 		int n = 1;
 
 		for (int k = 0; k < 6 && cases[i].args[k]; k++)
@@ -210,6 +248,11 @@ TEST(TIER_E2E, bad_input_one_line_errors)
 		CHECK(!strncmp(r.err, "taskprobe: ", 11) && strchr(r.err, '\n') &&
 			      strchr(r.err, '\n')[1] == '\0',
 		      "case %zu: not one 'taskprobe:' line: '%s'", i, r.err);
+		for (const char *p = r.err; *p; p++)
+			raw |= ((unsigned char)*p < 0x20 && p[1]) || *p == 0x7f;
+		CHECK(!raw, "case %zu: a raw control character in the message", i);
+		CHECK(strstr(r.err, cases[i].says), "case %zu: '%s' does not say '%s'", i, r.err,
+		      cases[i].says);
 	}
 }
 

@@ -266,3 +266,174 @@ TEST(TIER_E2E, locked_database_is_one_clear_error)
 	ASSERT_STREQ(r.out, "{\"error\": \"no stored task 'nope'; 'taskprobe list' shows them\"}\n",
 		     "--json errors are JSON on stdout");
 }
+
+static unsigned file_mode(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : st.st_mode & 07777;
+}
+
+static gid_t file_gid(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? (gid_t)-1 : st.st_gid;
+}
+
+/* The database's directory, file, -wal, -shm and lock directory have these modes. */
+static void check_modes(const char *dir, const char *db, unsigned dmode, unsigned fmode)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	char f[600];
+
+	CHECK(file_mode(dir) == dmode, "%s: mode %o, expected %o", dir, file_mode(dir), dmode);
+	for (size_t i = 0; i < ARRAY_SIZE(sfx); i++) {
+		snprintf(f, sizeof(f), "%s%s", db, sfx[i]);
+		CHECK(file_mode(f) == fmode, "%s: mode %o, expected %o", f, file_mode(f), fmode);
+	}
+	snprintf(f, sizeof(f), "%s.locks", db);
+	CHECK(file_mode(f) == dmode, "%s: mode %o, expected %o", f, file_mode(f), dmode);
+}
+
+/* SPEC 9: only root, or the configured db_group, reads the tasks' command lines. */
+TEST(TIER_E2E, database_is_root_only_or_its_group)
+{
+	char dir[512], db[600], gdir[512], gdb[600], conf[512];
+	char *list[] = { (char *)tu_bin(), "list", "--db", db, NULL };
+	char *glist[] = { (char *)tu_bin(), "list", "--db", gdb, NULL };
+	char *cat[] = { "cat", db, NULL };
+	struct tu_result r;
+
+	/* Nobody may pass through the test's own directory, not into the db's. */
+	chmod(tu_tmp(""), 0711);
+	snprintf(dir, sizeof(dir), "%s", tu_tmp("private"));
+	snprintf(db, sizeof(db), "%s/tp.db", dir);
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--id", "secret-cmd", "--", "/bin/true",
+	      "hunter2", NULL);
+	ASSERT_EQ(r.status, 0, "a task");
+	check_modes(dir, db, 0700, 0600);
+	tu_run_as(65534, 65534, cat, &r, 10);
+	ASSERT_TRUE(r.status != 0 && !strstr(r.out, "hunter2"), "nobody cannot read the file");
+	tu_run_as(65534, 65534, list, &r, 10);
+	ASSERT_EQ(r.status, 1, "list as nobody fails");
+	ASSERT_TRUE(strstr(r.err, "taskprobe: cannot read DB: permission denied (") == r.err,
+		    "and says why, in one line");
+	/* A database an older taskprobe made 0644 is closed up by the next run. */
+	chmod(dir, 0755);
+	chmod(db, 0644);
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
+	ASSERT_EQ(file_mode(db), 0600, "an existing 0644 database becomes 0600");
+
+	/* db_group: that group reads (nobody's own group here), nobody else. */
+	snprintf(conf, sizeof(conf), "%s", tu_tmp("tp.conf"));
+	tu_write_file(conf, "db_group = nogroup\n");
+	snprintf(gdir, sizeof(gdir), "%s", tu_tmp("shared"));
+	snprintf(gdb, sizeof(gdb), "%s/tp.db", gdir);
+	tu_tp(&r, 30, "run", "--quiet", "--config", conf, "--db", gdb, "--id", "shared-1", "--",
+	      "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "a task with db_group");
+	check_modes(gdir, gdb, 0750, 0640);
+	ASSERT_EQ(file_gid(gdb), 65534, "owned by the group");
+	tu_run_as(65534, 65534, glist, &r, 10);
+	ASSERT_EQ(r.status, 0, "the group lists it");
+	ASSERT_TRUE(strstr(r.out, "shared-1 ") != NULL, "and sees the task");
+	tu_run_as(65533, 65533, glist, &r, 10);
+	ASSERT_EQ(r.status, 1, "another user does not");
+	ASSERT_TRUE(strstr(r.err, "permission denied") != NULL, "permission denied");
+	tu_write_file(conf, "\ndb_group = no-such-group\n");
+	tu_tp(&r, 30, "run", "--quiet", "--config", conf, "--db", gdb, "--", "true", NULL);
+	ASSERT_EQ(r.status, 125, "an unknown group is a config error");
+	ASSERT_TRUE(strstr(r.err, "tp.conf:2: db_group takes the name of an existing group"),
+		    "with the file and line");
+}
+
+/* Copies a database file whole (its WAL checkpointed into it beforehand). */
+static bool copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t n = 0;
+
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return in >= 0 && out >= 0 && n == 0;
+}
+
+/*
+ * SPEC 9: a database damaged anywhere is an error, never an empty answer. 8 KiB of
+ * garbage over each page in turn: list and count either fail with the one-line
+ * corrupt-database error, or answer exactly what the undamaged database answers
+ * (the damage hit pages they do not read).
+ */
+TEST(TIER_E2E, damaged_database_is_an_error_never_empty)
+{
+	char db[512], bad[512], wal[600], shm[600], want_list[4096], want_count[4096];
+	char *list[] = { (char *)tu_bin(), "list", "--db", bad, "--limit", "1000", "--json", NULL };
+	char *count[] = { (char *)tu_bin(), "count", "proc.execs", "--db", bad, "--json", NULL };
+	int tasks = 10, pages, detected = 0, listed_all = 0;
+	unsigned char junk[8192];
+	struct tu_result r;
+	struct stat st;
+	sqlite3 *h;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
+	snprintf(bad, sizeof(bad), "%s", tu_tmp("bad.db"));
+	snprintf(wal, sizeof(wal), "%s-wal", bad);
+	snprintf(shm, sizeof(shm), "%s-shm", bad);
+	for (int i = 0; i < tasks; i++) {
+		tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "sh", "-c", "/bin/true", NULL);
+		ASSERT_EQ(r.status, 0, "a task");
+	}
+	if (!ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK, "open"))
+		return;
+	sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+	sqlite3_close(h);
+	if (!ASSERT_TRUE(copy_file(db, bad), "copy") || stat(bad, &st))
+		return;
+	tu_run(list, &r, 30);
+	snprintf(want_list, sizeof(want_list), "%s", r.out);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), tasks, "undamaged: every task listed");
+	tu_run(count, &r, 30);
+	snprintf(want_count, sizeof(want_count), "%s", r.out);
+	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum"), 2 * tasks, "undamaged: sh and true each");
+	pages = (int)(st.st_size / 4096);
+	ASSERT_GE(pages, 8, "a database of several pages");
+	srand(42);
+	for (int p = 0; p < pages; p++) {
+		int fd;
+
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (unsigned char)rand();
+		unlink(wal);
+		unlink(shm);
+		if (!copy_file(db, bad) || (fd = open(bad, O_WRONLY)) < 0)
+			return;
+		if (pwrite(fd, junk, sizeof(junk), (off_t)p * 4096) != (ssize_t)sizeof(junk))
+			CHECK(false, "damage page %d", p);
+		close(fd);
+		for (int c = 0; c < 2; c++) {
+			const char *want = c ? want_count : want_list;
+
+			tu_run(c ? count : list, &r, 30);
+			if (r.status == 1 &&
+			    strstr(r.err, "is corrupt or not a taskprobe database") &&
+			    !strchr(r.err, '\n')[1]) {
+				detected++;
+				continue;
+			}
+			CHECK(r.status == 0 && !strcmp(r.out, want),
+			      "page %d damaged: %s answered %d, '%.200s' '%.200s'", p,
+			      c ? "count" : "list", r.status, r.out, r.err);
+			listed_all += !c;
+		}
+	}
+	fprintf(stderr, "    %d pages damaged: %d answers were the corrupt error, %d lists whole\n",
+		pages, detected, listed_all);
+	ASSERT_GE(detected, pages / 2, "most damage is seen");
+}

@@ -133,7 +133,7 @@ TEST(TIER_UNIT, store_migrates_forward)
 			     NULL, NULL, NULL),
 		SQLITE_OK, "a task written at schema 1");
 	sqlite3_close(db);
-	s = store__open(path, false);
+	s = store__open(path, false, (gid_t)-1);
 	if (!ASSERT_NOT_NULL(s, "open at the current schema"))
 		return;
 	store__close(s);
