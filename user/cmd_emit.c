@@ -22,13 +22,14 @@ static int send_line(const char *cmd, const char *line)
 {
 	struct um_line parsed;
 	enum um_reject r = um_parse_line(line, strlen(line), &parsed);
+	char answer[128] = "";
 	int err;
 
 	if (r) {
 		tp_err("%s: '%.80s' would be refused (%s)", cmd, line, um_reject_names[r]);
 		return 2;
 	}
-	err = msock_send(line, strlen(line));
+	err = msock_send(line, strlen(line), answer, sizeof(answer));
 	if (err == -ENOTCONN) {
 		tp_err("%s: not inside a task (TASKPROBE_SOCKET is not set); run it under "
 		       "'taskprobe run'",
@@ -38,6 +39,12 @@ static int send_line(const char *cmd, const char *line)
 	if (err) {
 		tp_err("%s: the collector at %s did not take it: %s", cmd,
 		       getenv("TASKPROBE_SOCKET"), strerror(-err));
+		return 1;
+	}
+	/* Refused by the collector: the reason it counted the line under, in one line. */
+	if (strcmp(answer, "ok")) {
+		tp_err("%s: the collector refused '%.80s': %.64s", cmd, line,
+		       strncmp(answer, "refused ", 8) ? answer : answer + 8);
 		return 1;
 	}
 	return 0;

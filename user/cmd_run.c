@@ -120,8 +120,8 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			}
 			if (hostinfo_is_label(o->labels[o->nlabels].key)) {
 				tp_err("run: label '%s' is a host label, recorded by taskprobe "
-				       "itself; use another key (instance_type and worker_pool come "
-				       "from the config)",
+				       "itself; use another key (instance_type comes from the config "
+				       "or TASKPROBE_INSTANCE_TYPE, worker_pool from the config)",
 				       o->labels[o->nlabels].key);
 				return -EINVAL;
 			}
@@ -420,7 +420,8 @@ static void snapshot(struct run_state *st, struct phase_snap *snap)
 	snap->runq = f.runq;
 }
 
-static void on_line(struct run_state *st, const char *line, size_t len)
+/* One line of the task's metrics language: taken, or refused and counted (the reason). */
+static enum um_reject on_line(struct run_state *st, const char *line, size_t len)
 {
 	static const char *const reserved[] = { "cpu.", "proc.", "io.",	       "mem.",
 						"net.", "http.", "lost_events" };
@@ -452,14 +453,17 @@ static void on_line(struct run_state *st, const char *line, size_t len)
 		st->um.rejected[r]++;
 	else
 		st->um.accepted++;
+	return r;
 }
 
 /* Every datagram waiting on the metrics socket; each line is accepted or counted. */
 static void drain_socket(struct run_state *st)
 {
 	static char buf[MSOCK_DGRAM_MAX];
+	enum um_reject first;
 	struct sockaddr_un from;
 	socklen_t from_len;
+	char answer[64];
 	ssize_t n;
 	pid_t pid;
 	int pidfd;
@@ -472,6 +476,7 @@ static void drain_socket(struct run_state *st)
 
 		if (n == -EMSGSIZE) {
 			st->um.rejected[UM_TOO_LONG]++;
+			msock__ack(&st->msock, &from, from_len, "refused too_long");
 			continue;
 		}
 		if (n < 0)
@@ -480,19 +485,25 @@ static void drain_socket(struct run_state *st)
 		ours = msock__sender_in(&st->msock, pid, pidfd, st->cg_rel);
 		if (pidfd >= 0)
 			close(pidfd);
+		first = UM_OK;
 		for (char *p = buf, *end = buf + n; p < end;) {
 			char *nl = memchr(p, '\n', (size_t)(end - p));
 			size_t len = (size_t)((nl ? nl : end) - p);
+			enum um_reject r = UM_NOT_IN_TASK;
 
 			if (len) {
 				if (ours)
-					on_line(st, p, len);
+					r = on_line(st, p, len);
 				else
 					st->um.rejected[UM_NOT_IN_TASK]++;
+				if (!first)
+					first = r;
 			}
 			p += len + 1;
 		}
-		msock__ack(&st->msock, &from, from_len);
+		snprintf(answer, sizeof(answer), first ? "refused %s" : "ok",
+			 um_reject_names[first]);
+		msock__ack(&st->msock, &from, from_len, answer);
 	}
 }
 

@@ -125,10 +125,11 @@ ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, int *pid
 	return n;
 }
 
-void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len)
+void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len, const char *answer)
 {
 	if (to_len)
-		sendto(m->fd, "ok", 2, MSG_DONTWAIT, (const struct sockaddr *)to, to_len);
+		sendto(m->fd, answer, strlen(answer), MSG_DONTWAIT, (const struct sockaddr *)to,
+		       to_len);
 }
 
 /* The pidfs inode of a pidfd: unique to one process for the machine's life. */
@@ -173,7 +174,7 @@ void msock__close(struct msock *m)
 	m->fd = -1;
 }
 
-int msock_send(const char *text, size_t len)
+int msock_send(const char *text, size_t len, char *answer, size_t alen)
 {
 	const char *path = getenv("TASKPROBE_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX }, self = { 0 };
@@ -194,10 +195,12 @@ int msock_send(const char *text, size_t len)
 		err = -errno;
 	} else {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		char ack[8];
+		ssize_t n;
 
-		if (poll(&p, 1, 2000) != 1 || recv(fd, ack, sizeof(ack), 0) <= 0)
+		if (poll(&p, 1, 2000) != 1 || (n = recv(fd, answer, alen - 1, 0)) <= 0)
 			err = -ETIMEDOUT;
+		else
+			answer[n] = '\0';
 	}
 	close(fd);
 	return err;

@@ -42,15 +42,19 @@ ssize_t msock__recv(struct msock *m, char *buf, size_t len, pid_t *pid, int *pid
  * sent before exiting are still its own. Without pidfds, only a live sender passes.
  */
 bool msock__sender_in(struct msock *m, pid_t pid, int pidfd, const char *rel);
-/* Tells a waiting sender its datagram was taken (the `phase` and `emit` commands wait). */
-void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len);
+/*
+ * Tells a waiting sender what became of its datagram (the `phase` and `emit` commands
+ * wait for it): "ok", or "refused REASON" for its first refused line.
+ */
+void msock__ack(struct msock *m, const struct sockaddr_un *to, socklen_t to_len,
+		const char *answer);
 void msock__close(struct msock *m);
 /*
  * Sends one datagram to the socket in TASKPROBE_SOCKET and waits (up to 2 s) for the
- * collector to take it, so that the sender is still alive, and its cgroup known, when
- * the collector checks who sent it.
+ * collector's answer ("ok" or "refused REASON", into answer), so that the sender is
+ * still alive, and its cgroup known, when the collector checks who sent it.
  */
-int msock_send(const char *text, size_t len);
+int msock_send(const char *text, size_t len, char *answer, size_t alen);
 /* Is pid's cgroup v2 the cgroup rel (relative to the cgroup2 mount) or below it? */
 int pid_in_cgroup(pid_t pid, const char *rel);
 

@@ -21,6 +21,7 @@ const char *const um_reject_names[UM_REJECT_KINDS] = {
 	[UM_NOT_IN_TASK] = "not_in_task",
 	[UM_UNKNOWN_PHASE] = "unknown_phase",
 	[UM_BAD_PERFHERDER] = "bad_perfherder",
+	[UM_OVERFLOW] = "overflow",
 };
 
 static bool name_char(char c)
@@ -206,6 +207,9 @@ enum um_reject um_table__add(struct um_table *t, const struct um_line *l)
 	/* One name, one kind: the first line decides. */
 	if (m->count && m->kind != l->kind)
 		return UM_BAD_TYPE;
+	/* A total past the range of a double would be stored as null: the line is refused. */
+	if (!isfinite(m->sum + l->value))
+		return UM_OVERFLOW;
 	m->kind = l->kind;
 	if (!m->count || l->value < m->min)
 		m->min = l->value;

@@ -40,6 +40,7 @@ enum um_reject {
 	UM_NOT_IN_TASK,
 	UM_UNKNOWN_PHASE,
 	UM_BAD_PERFHERDER,
+	UM_OVERFLOW, /* a counter or timer total would pass the range of a double */
 	UM_REJECT_KINDS,
 };
 

@@ -137,6 +137,61 @@ TEST(TIER_E2E, socket_refuses_other_tasks)
 	ASSERT_TRUE(user_metric(a, "stolen") == NULL, "nor in A (sent elsewhere)");
 }
 
+/* emit and phase say what the collector did with the line: taken, or refused and why. */
+TEST(TIER_E2E, emit_and_phase_report_the_collectors_answer)
+{
+	const char *json = tu_tmp("task.json"), *db = tu_tmp("tp.db"), *out = tu_tmp("answers");
+	char b_json[512], b_sock[128], script[2048];
+	const struct json *rec, *big;
+	struct tu_result r;
+	pid_t tp_b;
+	int st;
+
+	snprintf(script, sizeof(script),
+		 "T=%s; exec 2>%s;"
+		 " $T emit x 1; echo \"counter $?\" >&2;"
+		 " $T emit x 5 --type gauge; echo \"gauge $?\" >&2;"
+		 " $T emit big 1e308; $T emit big 1e308; echo \"big $?\" >&2;"
+		 " $T phase end nope; echo \"phase $?\" >&2",
+		 tu_bin(), out);
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "the task");
+	ASSERT_EQ(tp_read_file(out, script, sizeof(script)) > 0, 1, "the answers");
+	ASSERT_TRUE(strstr(script, "counter 0\n") != NULL, "a counter is taken: exit 0");
+	ASSERT_TRUE(strstr(script, "taskprobe: emit: the collector refused 'x:5|g': bad_type\n"
+				   "gauge 1\n") != NULL,
+		    "a gauge of a counter's name: refused, one line, exit 1");
+	ASSERT_TRUE(strstr(script, "refused 'big:1e308|c': overflow\nbig 1\n") != NULL,
+		    "a total past a double's range: refused");
+	ASSERT_TRUE(strstr(script, "refused 'phase:end:nope': unknown_phase\nphase 1\n") != NULL,
+		    "ending a phase never begun: refused");
+	rec = tu_load_json(json);
+	big = user_metric(rec, "big");
+	ASSERT_TRUE(big && json_get(big, "sum") && json_get(big, "sum")->type == JSON_NUM,
+		    "the total stays a number in the record");
+	ASSERT_EQ(tu_num(big, "sum") == 1e308, 1, "the first value kept");
+	ASSERT_EQ(rejected(rec, "overflow"), 1, "the refusal counted");
+	ASSERT_EQ(rejected(rec, "bad_type"), 1, "bad_type counted");
+	tu_tp(&r, 30, "count", "big", "--db", db, "--json", NULL);
+	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum") == 1e308, 1, "and in the store");
+
+	/* From outside any task, pointed at a running task's socket. */
+	snprintf(b_json, sizeof(b_json), "%s", tu_tmp("b.json"));
+	tp_b = tu_spawn((char *[]){ (char *)tu_bin(), "run", "--quiet", "--json", b_json, "--",
+				    "sleep", "2", NULL });
+	snprintf(b_sock, sizeof(b_sock), "/run/taskprobe/run-%d.sock", (int)tp_b);
+	for (int i = 0; i < 300 && access(b_sock, F_OK); i++)
+		usleep(10000);
+	snprintf(script, sizeof(script), "TASKPROBE_SOCKET=%s exec %s emit stolen 1", b_sock,
+		 tu_bin());
+	tu_run((char *[]){ "sh", "-c", script, NULL }, &r, 10);
+	ASSERT_EQ(r.status, 1, "emit from outside the task fails");
+	ASSERT_STREQ(r.err, "taskprobe: emit: the collector refused 'stolen:1|c': not_in_task\n",
+		     "and says why");
+	ASSERT_TRUE(waitpid(tp_b, &st, 0) == tp_b, "task B");
+	ASSERT_EQ(rejected(tu_load_json(b_json), "not_in_task"), 1, "B counted the refusal");
+}
+
 TEST(TIER_E2E, socket_bad_lines_counted_collector_goes_on)
 {
 	const char *json = tu_tmp("task.json");

@@ -14,15 +14,18 @@
 #include "testutil.h"
 #include "util.h"
 
-static void run_n_true(const char *db, const char *id, const char *label, int n)
+/* A task of n /bin/true on a worker of this instance type (a host label, from the env). */
+static void run_n_true(const char *db, const char *id, const char *instance_type, int n)
 {
 	char script[128];
 	struct tu_result r;
 
 	snprintf(script, sizeof(script), "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done",
 		 n);
-	tu_tp(&r, 60, "run", "--quiet", "--db", db, "--id", id, "--label", label, "--", "sh", "-c",
-	      script, NULL);
+	setenv("TASKPROBE_INSTANCE_TYPE", instance_type, 1);
+	tu_tp(&r, 60, "run", "--quiet", "--db", db, "--id", id, "--label", "job=build", "--", "sh",
+	      "-c", script, NULL);
+	unsetenv("TASKPROBE_INSTANCE_TYPE");
 	CHECK(r.status == 0, "task %s: %d %s", id, r.status, r.err);
 }
 
@@ -38,9 +41,9 @@ TEST(TIER_E2E, count_groups_and_sums)
 	struct tu_result r;
 
 	snprintf(db, sizeof(db), "%s", tu_tmp("tp.db"));
-	run_n_true(db, "t-1", "instance_type=m5.large", 3);
-	run_n_true(db, "t-2", "instance_type=m5.large", 4);
-	run_n_true(db, "t-3", "instance_type=c5.xlarge", 5);
+	run_n_true(db, "t-1", "m5.large", 3);
+	run_n_true(db, "t-2", "m5.large", 4);
+	run_n_true(db, "t-3", "c5.xlarge", 5);
 	/* Each task also execs its shell: 4 + 5 on m5.large, 6 on c5.xlarge. */
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "instance_type", "--json", NULL);
 	ASSERT_EQ(r.status, 0, "count");
