@@ -98,6 +98,10 @@ struct tp_thread {
 	__u64 runnable_since; /* when it last became runnable, 0 when running or asleep */
 	__u32 slot;
 	__u32 gen;
+	/* at its exit event: se.sum_exec_runtime reported then, and TP_EXIT_GROUP_DEAD */
+	__u64 exit_runtime;
+	__u32 exit_flags;
+	__u32 pad;
 };
 
 struct {

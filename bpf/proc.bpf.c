@@ -133,6 +133,10 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	}
 	/* signal->live was decremented just before this tracepoint in do_exit(). */
 	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	if (th) {
+		th->exit_runtime = p->se.sum_exec_runtime;
+		th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
+	}
 	if (group_dead) {
 		ps = bpf_map_lookup_elem(&proc_stats, &slot);
 		if (ps) {

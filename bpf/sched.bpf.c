@@ -8,6 +8,7 @@
 #include "bits.bpf.h"
 
 #define TASK_RUNNING 0
+#define TASK_DEAD 0x80
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -53,6 +54,31 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
 }
 
 /*
+ * A dead thread's last switch-out: what it ran since its exit event (exit_mm, files,
+ * and for a short process most of its life, since se.sum_exec_runtime was stale at
+ * sched_process_exit) goes to its program too. Once per thread, never on the hot path.
+ */
+static __noinline void final_switch(struct task_struct *prev, struct tp_thread *th)
+{
+	struct tp_cgroup_info ci = { .slot = th->slot, .gen = th->gen };
+	__u64 rt = prev->se.sum_exec_runtime;
+	struct tp_exit_event *e;
+
+	/* Since the exit event, switches in between included (exit_mm may sleep). */
+	if (rt < th->exit_runtime)
+		return;
+	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, prev);
+	if (!e)
+		return;
+	e->runtime_ns = rt - th->exit_runtime;
+	e->exit_code = 0;
+	e->flags = th->exit_flags;
+	bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
+	/* The reader drains on its timer: no wakeup from inside the scheduler. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/*
  * CPU time is the growth of se.sum_exec_runtime since the thread was last charged:
  * the kernel's own figure (what getrusage and cpu.stat report, steal excluded).
  * Charging the difference, rather than timing switch-in to switch-out, stays exact
@@ -76,6 +102,8 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		return 0;
 	th = tp_thread_get(prev);
 	if (th) {
+		if (prev_state == TASK_DEAD)
+			final_switch(prev, th);
 		tp_charge_cpu(prev, th);
 		/* Preempted, still runnable: its wait for the CPU starts now. */
 		if (!use_sched_info && prev_state == TASK_RUNNING)

@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 3
+#define TP_ABI_VERSION 4
 
 /* Tasks tracked at once by one collector (slots in the per-task maps). */
 #define TP_MAX_TASKS 1024
@@ -132,6 +132,7 @@ enum tp_event_type {
 	TP_EV_EXIT = 3,
 	TP_EV_DNS = 4,
 	TP_EV_HTTP = 5,
+	TP_EV_FINAL = 6, /* a thread's last switch-out: struct tp_exit_event */
 };
 
 struct tp_event_hdr {
@@ -165,6 +166,13 @@ struct tp_exec_event {
 
 #define TP_EXIT_GROUP_DEAD 0x1
 
+/*
+ * TP_EV_EXIT at sched_process_exit: runtime_ns is se.sum_exec_runtime then, which the
+ * scheduler has not brought up to date since the thread's last tick or switch.
+ * TP_EV_FINAL at the thread's last switch-out: runtime_ns is the CPU it used since
+ * its exit event (all of a short process's last slice); GROUP_DEAD on the final
+ * event of the thread whose exit ended its process.
+ */
 struct tp_exit_event {
 	struct tp_event_hdr hdr;
 	__u64 runtime_ns;

@@ -61,8 +61,8 @@ _Static_assert(sizeof(struct tp_http_event) == 32 + 8 + TP_HTTP_METHOD_LEN + TP_
 
 /* Which program a live process runs, and how much of its CPU was already attributed. */
 struct proc_info {
-	__u32 prog; /* index + 1 into slot.progs; 0: not known yet */
-	__u32 pad;
+	__u32 prog;  /* index + 1 into slot.progs; 0: not known yet */
+	__u32 execd; /* it exec'd since its fork (or it was there before the task) */
 	__u64 base_runtime;
 };
 
@@ -206,6 +206,7 @@ static void on_fork(struct slot *s, const struct tp_fork_event *e)
 
 	if (child) {
 		child->prog = prog;
+		child->execd = 0;
 		child->base_runtime = 0;
 	}
 }
@@ -237,14 +238,20 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 
 	if (!pi)
 		return;
-	if (e->runtime_ns > pi->base_runtime)
-		add_cpu(s, pi->prog, e->comm, e->runtime_ns - pi->base_runtime);
 	memcpy(path, e->filename, sizeof(path));
 	path[sizeof(path) - 1] = '\0';
 	prog = program_ref(s, path[0] ? path : "(unknown)");
 	if (prog)
 		s->progs[prog - 1].execs++;
+	/*
+	 * Before its first exec a forked child is the new program's process already (its
+	 * rusage is): that CPU, the exec itself mostly, is the new program's. After a
+	 * second exec, what the first program ran stays its own.
+	 */
+	if (e->runtime_ns > pi->base_runtime)
+		add_cpu(s, pi->execd ? pi->prog : prog, e->comm, e->runtime_ns - pi->base_runtime);
 	pi->prog = prog;
+	pi->execd = 1;
 	pi->base_runtime = e->runtime_ns;
 	queue_lib_scan(c, (int)e->hdr.tgid);
 	if (c->exec_fn)
@@ -267,6 +274,17 @@ static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 		add_cpu(s, pi ? pi->prog : 0, comm, e->runtime_ns - base);
 	if (pi && e->hdr.pid == e->hdr.tgid)
 		pi->base_runtime = e->runtime_ns;
+}
+
+/* A thread's last slice, after its exit event; the process is forgotten after its last. */
+static void on_final(struct slot *s, const struct tp_exit_event *e)
+{
+	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
+	char comm[TP_COMM_LEN + 1];
+
+	memcpy(comm, e->comm, TP_COMM_LEN);
+	comm[TP_COMM_LEN] = '\0';
+	add_cpu(s, pi ? pi->prog : 0, comm, e->runtime_ns);
 	if (e->flags & TP_EXIT_GROUP_DEAD)
 		htab__del(&s->procs, e->hdr.tgid);
 }
@@ -298,6 +316,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXIT:
 		if (size >= sizeof(struct tp_exit_event))
 			on_exit_(s, data);
+		break;
+	case TP_EV_FINAL:
+		if (size >= sizeof(struct tp_exit_event))
+			on_final(s, data);
 		break;
 	case TP_EV_DNS:
 		if (size >= sizeof(struct tp_dns_event))

@@ -184,6 +184,59 @@ TEST(TIER_E2E, run_inside_ip_netns_exec)
 	check_cgroup_removed(rec);
 }
 
+/*
+ * The program table charges each program all of its processes' CPU, the last slice
+ * of short ones included: rows against the rusage that wait4 returns for each child
+ * (and the spawner's own), their sum against cpu.time_ns.
+ */
+TEST(TIER_E2E, program_table_adds_up_for_short_processes)
+{
+	static const char py[] =
+		"import json, os, resource, sys\n"
+		"def run(argv, n):\n"
+		"    t = 0\n"
+		"    for _ in range(n):\n"
+		"        pid = os.posix_spawn(argv[0], argv, os.environ)\n"
+		"        ru = os.wait4(pid, 0)[2]\n"
+		"        t += ru.ru_utime + ru.ru_stime\n"
+		"    return int(t * 1e9)\n"
+		"truth = {'/bin/true': run(['/bin/true'], 200),\n"
+		"         '/bin/ln': run(['/bin/ln', '-sf', '/nonexistent', sys.argv[2]], 20),\n"
+		"         '/bin/rm': run(['/bin/rm', '-f', sys.argv[2]], 20),\n"
+		"         '/bin/sh': run(['/bin/sh', '-c', 'kill -9 $$'], 20)}\n"
+		"ru = resource.getrusage(resource.RUSAGE_SELF)\n"
+		"truth['self'] = int((ru.ru_utime + ru.ru_stime) * 1e9)\n"
+		"open(sys.argv[1], 'w').write(json.dumps(truth))\n"
+		"sys.stdout.flush()\n"
+		"os._exit(0)\n";
+	static const char *const progs[] = { "/bin/true", "/bin/ln", "/bin/rm", "/bin/sh" };
+	const char *json = tu_tmp("task.json"), *truth = tu_tmp("truth.json");
+	const struct json *rec, *want, *p;
+	double sum = 0, self_row = 0;
+	struct tu_result r;
+
+	tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "/usr/bin/python3", "-c", py, truth,
+	      tu_tmp("link"), NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	want = tu_load_json(truth);
+	if (!rec || !want)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+		p = tu_program(rec, progs[i]);
+		ASSERT_TRUE(p != NULL, progs[i]);
+		ASSERT_NEAR(tu_num(p, "cpu_ns"), tu_num(want, progs[i]), 0.05, progs[i]);
+	}
+	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 200, "200 execs of /bin/true");
+	for (const struct json *e = json_get(rec, "programs")->child; e; e = e->next) {
+		sum += tu_num(e, "cpu_ns");
+		if (strstr(str(e, "path"), "python"))
+			self_row += tu_num(e, "cpu_ns");
+	}
+	ASSERT_NEAR(self_row, tu_num(want, "self"), 0.05, "python's own row");
+	ASSERT_NEAR(sum, tu_metric(rec, "cpu.time_ns"), 0.01, "the rows add up to cpu.time_ns");
+}
+
 TEST(TIER_E2E, exit_status_passed_through)
 {
 	const char *noexec = tu_tmp("not-executable");
