@@ -52,6 +52,25 @@ int BPF_PROG(tp_cgroup_rmdir, struct cgroup *cgrp, const char *path)
 	return 0;
 }
 
+/* Counted, and told to the program table as if it exited (TP_EV_LEFT). */
+static __always_inline void left_task(struct task_struct *task, struct tp_thread *th)
+{
+	struct tp_cgroup_info ci = { .slot = th->slot, .gen = th->gen };
+	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &ci.slot);
+	struct tp_exit_event *e;
+
+	if (ps)
+		__sync_fetch_and_add(&ps->left_task, 1);
+	e = tp_event_reserve(sizeof(*e), TP_EV_LEFT, &ci, task);
+	if (!e)
+		return;
+	e->runtime_ns = task->se.sum_exec_runtime;
+	e->exit_code = 0;
+	e->flags = TP_EXIT_GROUP_DEAD;
+	bpf_probe_read_kernel(e->comm, sizeof(e->comm), task->comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
 /*
  * A process moved into a task's cgroup from outside is the task's from now on; one
  * moved out is no longer. Only the leader is reported: its other threads are
@@ -81,9 +100,13 @@ int BPF_PROG(tp_cgroup_attach_task, struct cgroup *dst, const char *path, struct
 		return 0;
 	}
 	if (th) {
+		/* What it did while in the task stays the task's: CPU, I/O, its program's. */
 		tp_charge_cpu(task, th);
-		if (leader)
+		tp_charge_ioac(task, th);
+		if (leader) {
 			tp_alive_add(th->slot, -1);
+			left_task(task, th);
+		}
 		bpf_task_storage_delete(&threads, task);
 	}
 	return 0;

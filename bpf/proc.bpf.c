@@ -157,3 +157,24 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	tp_event_submit(e);
 	return 0;
 }
+
+/*
+ * libc's execve returns only when the exec failed (ENOENT along PATH, EACCES, ...):
+ * every return is a failure, counted for the task of the caller. Programs that make
+ * the system call without libc (static Go binaries) are not seen.
+ */
+SEC("uretprobe")
+int BPF_KRETPROBE(tp_execve_ret, int ret)
+{
+	struct tp_cgroup_info *ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	struct tp_proc_stats *ps;
+	__u32 slot;
+
+	if (!ci || ret >= 0)
+		return 0;
+	slot = ci->slot;
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	if (ps)
+		__sync_fetch_and_add(&ps->exec_failures, 1);
+	return 0;
+}

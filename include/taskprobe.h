@@ -43,6 +43,8 @@ struct tp_proc_stats {
 	__s64 max_alive;
 	__u64 lost_events;
 	__u64 threads;
+	__u64 exec_failures; /* execve calls that returned (libc's execve: ENOENT, EACCES, ...) */
+	__u64 left_task;     /* processes moved out of the task's cgroup while alive */
 };
 
 /* Per-CPU, per-slot block-layer figures, charged to the task that submitted the I/O. */
@@ -133,6 +135,7 @@ enum tp_event_type {
 	TP_EV_DNS = 4,
 	TP_EV_HTTP = 5,
 	TP_EV_FINAL = 6, /* a thread's last switch-out: struct tp_exit_event */
+	TP_EV_LEFT = 7,	 /* a process moved out of the task: struct tp_exit_event */
 };
 
 struct tp_event_hdr {

@@ -359,9 +359,12 @@ int tu_count_long_lines(const char *s, size_t width)
 
 	while (s && *s) {
 		const char *nl = strchr(s, '\n');
-		size_t len = nl ? (size_t)(nl - s) : strlen(s);
+		size_t len = nl ? (size_t)(nl - s) : strlen(s), cols = 0;
 
-		if (len > width) {
+		/* Columns, not bytes: UTF-8 continuation bytes ("…" is three) take none. */
+		for (size_t i = 0; i < len; i++)
+			cols += ((unsigned char)s[i] & 0xc0) != 0x80;
+		if (cols > width) {
 			fprintf(stderr, "    long line (%zu): %.*s\n", len, (int)len, s);
 			n++;
 		}

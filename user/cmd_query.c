@@ -21,7 +21,7 @@ const char list_usage[] =
 	"Stored tasks, newest first.\n"
 	"  --since DUR     only tasks started within DUR (90s, 30m, 12h, 7d, 2w)\n"
 	"  --label K=V     only tasks with this label (repeatable; host labels too)\n"
-	"  --status S      running, exited, signaled or lost\n"
+	"  --status S      running, exited, signaled, lost, not_found or exec_failed\n"
 	"  --limit N       at most N tasks (default 50)\n";
 const char show_usage[] =
 	"usage: taskprobe show ID\nOne stored task's summary (the newest with that id).\n";
@@ -145,8 +145,10 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 			break;
 		case Q_STATUS:
 			if (strcmp(optarg, "running") && strcmp(optarg, "exited") &&
-			    strcmp(optarg, "signaled") && strcmp(optarg, "lost")) {
-				tp_err("%s: invalid --status '%.32s': running, exited, signaled or lost",
+			    strcmp(optarg, "signaled") && strcmp(optarg, "lost") &&
+			    strcmp(optarg, "not_found") && strcmp(optarg, "exec_failed")) {
+				tp_err("%s: invalid --status '%.32s': running, exited, signaled, lost, "
+				       "not_found or exec_failed",
 				       cmd, optarg);
 				return -EINVAL;
 			}
@@ -272,7 +274,7 @@ int cmd_list(int argc, char **argv)
 		jw_init(&w, stdout, true);
 		jw_arr_begin(&w);
 	} else {
-		printf("%-26s %-8s %-19s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL",
+		printf("%-25s %-11s %-14s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL",
 		       "CPU", "PEAK MEM");
 	}
 	while (shown < q.limit && (step = store__step(s, st)) == SQLITE_ROW) {
@@ -302,9 +304,10 @@ int cmd_list(int argc, char **argv)
 			jw_obj_end(&w);
 			continue;
 		}
+		/* "MM-DD HH:MM:SS": the year is rarely news, and the line stays in 80 columns. */
 		when[10] = ' ';
 		when[19] = '\0';
-		printf("%-26.26s %-8s %-19s %8s %8s %9s\n", id, status, when,
+		printf("%-25.25s %-11s %-14s %8s %8s %9s\n", id, status, when + 5,
 		       ended ? tp_fmt_dur(wall, sizeof(wall), (__u64)sqlite3_column_int64(st, 4))
 			     : "-",
 		       ended ? tp_fmt_dur(cpu, sizeof(cpu), (__u64)sqlite3_column_double(st, 7))

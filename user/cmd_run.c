@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -223,6 +224,40 @@ struct clone_args_v2 {
 	__u64 cgroup;
 };
 
+/*
+ * execvp's search, without its failed execve calls: each would count as one of the
+ * task's proc.exec_failures (a PATH of three directories before /usr/bin made every
+ * task show three). Candidates are looked at with access(); one execve is made.
+ */
+static int exec_path(char **argv)
+{
+	const char *path = getenv("PATH"), *p;
+	char file[PATH_MAX];
+	int err = ENOENT;
+
+	if (strchr(argv[0], '/')) {
+		execv(argv[0], argv);
+		return errno;
+	}
+	for (p = path && *path ? path : "/bin:/usr/bin"; p;
+	     p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL) {
+		size_t n = strcspn(p, ":");
+		struct stat st;
+
+		if ((size_t)snprintf(file, sizeof(file), "%.*s%s%s", (int)n, n ? p : ".", "/",
+				     argv[0]) >= sizeof(file) ||
+		    stat(file, &st) || !S_ISREG(st.st_mode))
+			continue;
+		if (access(file, X_OK)) {
+			err = EACCES;
+			continue;
+		}
+		execv(file, argv);
+		return errno;
+	}
+	return err;
+}
+
 /* In the child: exec CMD, or report errno on the close-on-exec pipe. */
 static void __attribute__((noreturn))
 child_exec(char **argv, const sigset_t *mask, int errfd, const struct output *out)
@@ -231,8 +266,7 @@ child_exec(char **argv, const sigset_t *mask, int errfd, const struct output *ou
 
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	output__child(out);
-	execvp(argv[0], argv);
-	err = errno;
+	err = exec_path(argv);
 	if (write(errfd, &err, sizeof(err)) < 0)
 		_exit(EXIT_NOT_FOUND);
 	_exit(EXIT_NOT_FOUND);
@@ -320,6 +354,7 @@ struct run_state {
 	bool main_done;
 	bool done;
 	int wstatus;
+	int exec_err; /* CMD could not be executed: errno of its execvp */
 	__u64 start_ns;
 	__u64 main_end_ns;
 	int leftovers;
@@ -694,7 +729,9 @@ static void fill_identity(struct task_record *t, const struct run_opts *o,
 
 static void fill_end(struct task_record *t, const struct run_state *st)
 {
-	if (WIFSIGNALED(st->wstatus)) {
+	if (st->exec_err) {
+		t->end = st->exec_err == ENOENT ? TASK_NOT_FOUND : TASK_EXEC_FAILED;
+	} else if (WIFSIGNALED(st->wstatus)) {
 		t->end = TASK_SIGNALED;
 		t->signal = WTERMSIG(st->wstatus);
 	} else {
@@ -874,19 +911,12 @@ static int run_task(struct run_opts *o)
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
 		goto out_mask;
 	}
-	if (exec_err) {
-		waitpid(st.pid, NULL, 0);
-		if (store && tid >= 0)
-			store__task_abort(store, tid);
-		if (exec_err == ENOENT) {
-			tp_err("%s: command not found", o->argv[0]);
-			ret = EXIT_NOT_FOUND;
-		} else {
-			tp_err("%s: cannot execute: %s", o->argv[0], strerror(exec_err));
-			ret = EXIT_NOT_EXECUTABLE;
-		}
-		goto out_mask;
-	}
+	/* Not found or not executable: the task still ends with a record, as any other. */
+	if (exec_err == ENOENT)
+		tp_err("%s: command not found", o->argv[0]);
+	else if (exec_err)
+		tp_err("%s: cannot execute: %s", o->argv[0], strerror(exec_err));
+	st.exec_err = exec_err;
 
 	err = event_loop(c, &st, sfd);
 	if (err)
@@ -918,10 +948,20 @@ static int run_task(struct run_opts *o)
 	progs = collector__programs(c, slot, &nprogs);
 	task_set_programs(&rec, progs, nprogs);
 	rec.lost_total = collector__lost_total(c);
-	rec.have_cpu_stat = !cgroup_read_cpu_stat(st.cgroup, &rec.cpu_stat);
+	err = cgroup_read_cpu_stat(st.cgroup, &rec.cpu_stat);
+	rec.have_cpu_stat = !err;
+	/* Removed from outside (its processes moved away first): what was read is kept. */
+	if (err == -ENOENT && sampler.have_cs) {
+		rec.cpu_stat = sampler.last_cs;
+		rec.have_cpu_stat = true;
+		rec.cpu_stat_note = "last read before the task's cgroup was removed";
+	} else if (err == -ENOENT) {
+		rec.cpu_stat_note = "the task's cgroup was removed before cpu.stat was read";
+	}
 	rec.have_memory_peak = !cgroup_read_u64(st.cgroup, "memory.peak", &rec.memory_peak);
 
-	if (!o->quiet)
+	/* A command that never ran: its one line above says it all. */
+	if (!o->quiet && !st.exec_err)
 		task_print_summary(stderr, &rec);
 	if (o->perfherder)
 		task_print_perfherder(stdout, &rec);

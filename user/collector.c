@@ -37,7 +37,7 @@ _Static_assert(sizeof(struct tp_exec_event) == 32 + 8 + TP_COMM_LEN + TP_PATH_LE
 _Static_assert(sizeof(struct tp_exit_event) == 32 + 16 + TP_COMM_LEN, "ABI: tp_exit_event");
 _Static_assert(sizeof(struct tp_fork_event) == 40, "ABI: tp_fork_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (3 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
-_Static_assert(sizeof(struct tp_proc_stats) == 8 * 8, "ABI: tp_proc_stats");
+_Static_assert(sizeof(struct tp_proc_stats) == 10 * 8, "ABI: tp_proc_stats");
 _Static_assert(sizeof(struct tp_io_stats) == (6 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
@@ -276,6 +276,19 @@ static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 		pi->base_runtime = e->runtime_ns;
 }
 
+/* A process moved out of the task: its CPU so far is its program's, and it is forgotten. */
+static void on_left(struct slot *s, const struct tp_exit_event *e)
+{
+	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
+	char comm[TP_COMM_LEN + 1];
+
+	memcpy(comm, e->comm, TP_COMM_LEN);
+	comm[TP_COMM_LEN] = '\0';
+	if (pi && e->runtime_ns > pi->base_runtime)
+		add_cpu(s, pi->prog, comm, e->runtime_ns - pi->base_runtime);
+	htab__del(&s->procs, e->hdr.tgid);
+}
+
 /* A thread's last slice, after its exit event; the process is forgotten after its last. */
 static void on_final(struct slot *s, const struct tp_exit_event *e)
 {
@@ -321,6 +334,10 @@ static int handle_event(void *ctx, void *data, size_t size)
 		if (size >= sizeof(struct tp_exit_event))
 			on_final(s, data);
 		break;
+	case TP_EV_LEFT:
+		if (size >= sizeof(struct tp_exit_event))
+			on_left(s, data);
+		break;
 	case TP_EV_DNS:
 		if (size >= sizeof(struct tp_dns_event))
 			net_acc__dns(&s->net, data);
@@ -348,6 +365,7 @@ struct probe {
 static const struct probe probes[] = {
 	{ LIB_C, "getaddrinfo", false },
 	{ LIB_C, "getaddrinfo", true },
+	{ LIB_C, "execve", true },
 	{ LIB_SSL, "SSL_write", false },
 	{ LIB_SSL, "SSL_write_ex", false },
 	{ LIB_SSL, "SSL_read", false },
@@ -363,6 +381,8 @@ static struct bpf_program *probe_prog(struct collector *c, const struct probe *p
 {
 	struct taskprobe_bpf *k = c->skel;
 
+	if (p->ret && !strcmp(p->func, "execve"))
+		return k->progs.tp_execve_ret;
 	if (p->ret)
 		return p->lib == LIB_C ? k->progs.tp_getaddrinfo_ret : k->progs.tp_tls_read_ret;
 	if (p->lib == LIB_C)
@@ -573,10 +593,11 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 		bpf_program__set_autoload(k->progs.tp_sched_wakeup_new, false);
 	}
 	if (c->uprobe_multi) {
-		struct bpf_program *up[] = { k->progs.tp_getaddrinfo, k->progs.tp_getaddrinfo_ret,
-					     k->progs.tp_ssl_write,   k->progs.tp_ssl_read,
-					     k->progs.tp_ssl_read_ex, k->progs.tp_tls_read_ret,
-					     k->progs.tp_gnutls_send, k->progs.tp_gnutls_recv };
+		struct bpf_program *up[] = { k->progs.tp_getaddrinfo,  k->progs.tp_getaddrinfo_ret,
+					     k->progs.tp_execve_ret,   k->progs.tp_ssl_write,
+					     k->progs.tp_ssl_read,     k->progs.tp_ssl_read_ex,
+					     k->progs.tp_tls_read_ret, k->progs.tp_gnutls_send,
+					     k->progs.tp_gnutls_recv };
 
 		for (size_t i = 0; i < ARRAY_SIZE(up); i++)
 			bpf_program__set_expected_attach_type(up[i], 48 /* TRACE_UPROBE_MULTI */);
@@ -1046,6 +1067,8 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	out->alive = ps.alive;
 	out->max_alive = ps.max_alive;
 	out->lost_events = ps.lost_events;
+	out->exec_failures = ps.exec_failures;
+	out->left_task = ps.left_task;
 	out->events_received = c->slots[slot].events;
 	return read_io_mem(c, key, out);
 }

@@ -38,6 +38,8 @@ struct task_figures {
 	__u64 exits;
 	__u64 failed_exits;
 	__u64 threads;
+	__u64 exec_failures; /* execve calls that failed (through libc) */
+	__u64 left_task;     /* processes moved out of the task while alive */
 	__s64 alive;
 	__s64 max_alive;
 	__u64 lost_events;     /* events the ring buffer had no room for */

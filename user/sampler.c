@@ -64,6 +64,8 @@ int sampler__sample(struct sampler *s, __u64 now_ns)
 				  ? (__s64)((cs.usage_us - s->last_usage_us) * 1000000 / dt)
 				  : 0;
 		s->last_usage_us = cs.usage_us;
+		s->last_cs = cs;
+		s->have_cs = true;
 	} else {
 		p->v[0] = f.cpu_ns > s->last.cpu_ns
 				  ? (__s64)((f.cpu_ns - s->last.cpu_ns) * 1000 / dt)

@@ -16,6 +16,8 @@
 struct sampler {
 	const char *cgroup; /* its cpu.stat is live to the tick; BPF charges at switch-out */
 	__u64 last_usage_us;
+	struct cg_cpu_stat last_cs; /* cpu.stat as last read: kept if the cgroup goes */
+	bool have_cs;
 	struct collector *c;
 	int slot;
 	__u64 start_ns;

@@ -605,9 +605,8 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 		err = run_stmt(s,
 			       "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
 			       "record = ? WHERE tid = ?",
-			       "tiiti", t->end == TASK_SIGNALED ? "signaled" : "exited",
-			       (long long)task_exit_status(t), (long long)t->wall_ns, record,
-			       (long long)tid);
+			       "tiiti", task_status_names[t->end], (long long)task_exit_status(t),
+			       (long long)t->wall_ns, record, (long long)tid);
 	if (!err)
 		err = write_metrics(s, tid, record);
 	if (!err)

@@ -17,9 +17,25 @@ static const char *const leftover_names[] = {
 	[LEFTOVER_KEPT] = "kept",
 };
 
+const char *const task_status_names[TASK_END_KINDS] = {
+	[TASK_EXITED] = "exited",
+	[TASK_SIGNALED] = "signaled",
+	[TASK_NOT_FOUND] = "not_found",
+	[TASK_EXEC_FAILED] = "exec_failed",
+};
+
 int task_exit_status(const struct task_record *t)
 {
-	return t->end == TASK_SIGNALED ? 128 + t->signal : t->exit_code;
+	switch (t->end) {
+	case TASK_SIGNALED:
+		return 128 + t->signal;
+	case TASK_NOT_FOUND:
+		return 127;
+	case TASK_EXEC_FAILED:
+		return 126;
+	default:
+		return t->exit_code;
+	}
 }
 
 __u64 task_mem_peak(const struct task_record *t, const char **source)
@@ -115,6 +131,10 @@ static void print_end(FILE *f, const struct task_record *t)
 	if (t->end == TASK_SIGNALED)
 		fprintf(f, "taskprobe: task killed by signal %d (%s) after %s\n", t->signal,
 			strsignal(t->signal), wall);
+	else if (t->end == TASK_NOT_FOUND || t->end == TASK_EXEC_FAILED)
+		fprintf(f, "taskprobe: task never ran: its command %s (exit status %d)\n",
+			t->end == TASK_NOT_FOUND ? "was not found" : "could not be executed",
+			task_exit_status(t));
 	else
 		fprintf(f, "taskprobe: task exited %d after %s\n", t->exit_code, wall);
 	/* Ids may be 128 characters: keep their tail, where CI systems put the number. */
@@ -167,7 +187,7 @@ static void print_programs(FILE *f, const struct task_record *t)
 static void print_phases(FILE *f, const struct task_record *t)
 {
 	const struct phases *ph = t->phases;
-	char a[32], b[32], c[32], d[32], name[24];
+	char a[32], b[32], c[32], d[32], name[40];
 
 	if (!ph || !ph->n)
 		return;
@@ -175,12 +195,20 @@ static void print_phases(FILE *f, const struct task_record *t)
 		"PEAK MEM", "");
 	for (size_t i = 0; i < ph->n && i < TOP_PHASES; i++) {
 		const struct phase *p = &ph->p[i];
-		int indent = p->depth < 4 ? p->depth * 2 : 8;
+		int indent = p->depth < 4 ? p->depth * 2 : 8, room = 19 - indent - !!p->unfinished;
+		int len = (int)strlen(p->name), cols;
 
-		snprintf(name, sizeof(name), "%*s%.*s%s", indent, "", 19 - indent - !!p->unfinished,
-			 p->name, p->unfinished ? "*" : "");
-		fprintf(f, "             %-20s %8s %8s %9s %9s\n", name,
-			tp_fmt_dur(a, sizeof(a), p->wall_ns), tp_fmt_dur(b, sizeof(b), p->cpu_ns),
+		/* A name cut to fit ends in "…" (one column, three bytes): padded by hand. */
+		if (len > room)
+			cols = snprintf(name, sizeof(name), "%*s%.*s\u2026%s", indent, "", room - 1,
+					p->name, p->unfinished ? "*" : "") -
+			       2;
+		else
+			cols = snprintf(name, sizeof(name), "%*s%s%s", indent, "", p->name,
+					p->unfinished ? "*" : "");
+		fprintf(f, "             %s%*s %8s %8s %9s %9s\n", name, cols < 20 ? 20 - cols : 0,
+			"", tp_fmt_dur(a, sizeof(a), p->wall_ns),
+			tp_fmt_dur(b, sizeof(b), p->cpu_ns),
 			tp_fmt_bytes(c, sizeof(c), p->read_bytes + p->write_bytes),
 			tp_fmt_bytes(d, sizeof(d),
 				     p->peak_mem_bytes > 0 ? (__u64)p->peak_mem_bytes : 0));
@@ -231,9 +259,21 @@ void task_print_summary(FILE *f, const struct task_record *t)
 		fprintf(f, "             user %s, system %s (cgroup cpu.stat)\n",
 			tp_fmt_dur(b, sizeof(b), t->cpu_stat.user_us * 1000),
 			tp_fmt_dur(c, sizeof(c), t->cpu_stat.system_us * 1000));
+	if (t->cpu_stat_note)
+		fprintf(f, "             %s%.60s\n",
+			t->have_cpu_stat ? "cpu.stat " : "no user/system: ", t->cpu_stat_note);
 	fprintf(f, "  processes  %llu started, %llu execs, %llu failed, at most %lld alive\n",
 		(unsigned long long)g->forks, (unsigned long long)g->execs,
 		(unsigned long long)g->failed_exits, (long long)g->max_alive);
+	if (g->exec_failures)
+		fprintf(f,
+			"             %llu execs failed (not found along PATH, not executable)\n",
+			(unsigned long long)g->exec_failures);
+	if (g->left_task)
+		fprintf(f,
+			"             %llu left the task (moved to another cgroup): counted until "
+			"then\n",
+			(unsigned long long)g->left_task);
 	print_io_mem(f, t);
 	net_print_summary(f, &t->net, t->all_endpoints);
 	print_phases(f, t);
@@ -351,6 +391,8 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "proc.failed_exits", g->failed_exits);
 	jw_ku64(w, "proc.max_alive", g->max_alive > 0 ? (__u64)g->max_alive : 0);
 	jw_ku64(w, "proc.threads", g->threads);
+	jw_ku64(w, "proc.exec_failures", g->exec_failures);
+	jw_ku64(w, "proc.left_task", g->left_task);
 	jw_ku64(w, "proc.oom_kills", g->oom_kills);
 	jw_ku64(w, "io.read_bytes", g->ioac.read_bytes);
 	jw_ku64(w, "io.write_bytes", g->ioac.write_bytes);
@@ -413,7 +455,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "start_ns", t->start_real_ns);
 	jw_ku64(w, "wall_ns", t->wall_ns);
 	jw_ku64(w, "main_wall_ns", t->main_wall_ns);
-	jw_kstr(w, "status", t->end == TASK_SIGNALED ? "signaled" : "exited");
+	jw_kstr(w, "status", task_status_names[t->end]);
 	jw_key(w, "exit_code");
 	if (t->end == TASK_EXITED)
 		jw_i64(w, t->exit_code);
@@ -433,7 +475,13 @@ void task_write_json(struct jw *w, const struct task_record *t)
 		jw_ku64(w, "usage_usec", t->cpu_stat.usage_us);
 		jw_ku64(w, "user_usec", t->cpu_stat.user_us);
 		jw_ku64(w, "system_usec", t->cpu_stat.system_us);
+		if (t->cpu_stat_note)
+			jw_kstr(w, "note", t->cpu_stat_note);
 		jw_obj_end(w);
+	} else if (t->cpu_stat_note) {
+		jw_key(w, "cgroup_cpu_stat");
+		jw_null(w);
+		jw_kstr(w, "cgroup_cpu_stat_note", t->cpu_stat_note);
 	}
 	jw_key(w, "leftovers");
 	jw_obj_begin(w);
@@ -594,7 +642,10 @@ int task_from_json(struct task_record *t, const struct json *j)
 	t->start_real_ns = (__u64)json_num(j, "start_ns");
 	t->wall_ns = (__u64)json_num(j, "wall_ns");
 	t->main_wall_ns = (__u64)json_num(j, "main_wall_ns");
-	t->end = !strcmp(json_str(j, "status"), "signaled") ? TASK_SIGNALED : TASK_EXITED;
+	t->end = TASK_EXITED;
+	for (int e = 0; e < TASK_END_KINDS; e++)
+		if (!strcmp(json_str(j, "status"), task_status_names[e]))
+			t->end = (enum task_end)e;
 	t->exit_code = (int)json_num(j, "exit_code");
 	t->signal = (int)json_num(j, "signal");
 	g->cpu_ns = (__u64)json_num(m, "cpu.time_ns");
@@ -604,6 +655,8 @@ int task_from_json(struct task_record *t, const struct json *j)
 	g->failed_exits = (__u64)json_num(m, "proc.failed_exits");
 	g->max_alive = (__s64)json_num(m, "proc.max_alive");
 	g->threads = (__u64)json_num(m, "proc.threads");
+	g->exec_failures = (__u64)json_num(m, "proc.exec_failures");
+	g->left_task = (__u64)json_num(m, "proc.left_task");
 	g->oom_kills = (__u64)json_num(m, "proc.oom_kills");
 	g->lost_events = (__u64)json_num(m, "lost_events");
 	g->ioac.read_bytes = (__u64)json_num(m, "io.read_bytes");
@@ -621,7 +674,10 @@ int task_from_json(struct task_record *t, const struct json *j)
 		t->have_memory_peak = true;
 		t->memory_peak = (__u64)json_num(m, "mem.peak_bytes");
 	}
-	if (cs) {
+	t->cpu_stat_note = json_get(j, "cgroup_cpu_stat_note") ? json_str(j, "cgroup_cpu_stat_note")
+			   : json_get(cs, "note")	       ? json_str(cs, "note")
+							       : NULL;
+	if (cs && cs->type == JSON_OBJ) {
 		t->have_cpu_stat = true;
 		t->cpu_stat.usage_us = (__u64)json_num(cs, "usage_usec");
 		t->cpu_stat.user_us = (__u64)json_num(cs, "user_usec");

@@ -18,7 +18,16 @@
 
 #define TASK_RECORD_SCHEMA 1
 
-enum task_end { TASK_EXITED, TASK_SIGNALED };
+enum task_end {
+	TASK_EXITED,
+	TASK_SIGNALED,
+	TASK_NOT_FOUND,	  /* CMD was not found: exit status 127 */
+	TASK_EXEC_FAILED, /* CMD could not be executed (permissions, format): 126 */
+	TASK_END_KINDS,
+};
+
+/* The record's and the store's "status" of an ended task: "exited", "signaled", ... */
+extern const char *const task_status_names[TASK_END_KINDS];
 
 enum leftover_action {
 	LEFTOVER_NONE,	 /* nothing outlived the main process */
@@ -51,7 +60,8 @@ struct task_record {
 	bool all_endpoints;	/* the summary lists every endpoint (show), not the failing */
 	bool have_cpu_stat;
 	struct cg_cpu_stat cpu_stat;
-	bool have_memory_peak; /* the cgroup's memory.peak, preferred to BPF's */
+	const char *cpu_stat_note; /* why cpu.stat is old or missing (cgroup removed), or NULL */
+	bool have_memory_peak;	   /* the cgroup's memory.peak, preferred to BPF's */
 	__u64 memory_peak;
 	struct program_stat *progs; /* sorted by CPU, most first */
 	size_t nprogs;

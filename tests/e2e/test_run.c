@@ -260,6 +260,149 @@ TEST(TIER_E2E, exit_status_passed_through)
 	ASSERT_EQ(r.status, 126, "not executable");
 }
 
+/*
+ * A process moved out of the task midway keeps what it did inside (I/O, CPU, its
+ * program row) and is counted as having left; what it does outside is not the task's.
+ */
+TEST(TIER_E2E, process_that_leaves_keeps_what_it_did)
+{
+	static const char py[] = "import mmap, os, sys, time\n"
+				 "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)\n"
+				 "buf = mmap.mmap(-1, 1 << 20)\n"
+				 "for i in range(10):\n"
+				 "    os.preadv(fd, [buf], i << 20)\n"
+				 "def burn(s):\n"
+				 "    t = time.process_time() + s\n"
+				 "    while time.process_time() < t: pass\n"
+				 "burn(0.3)\n"
+				 "open(sys.argv[2], 'w').write('%d' % time.process_time_ns())\n"
+				 "os.kill(os.getppid(), 10)\n"
+				 "while os.path.exists(sys.argv[3]): time.sleep(0.01)\n"
+				 "burn(0.3)\n";
+	const char *json = tu_tmp("task.json"), *data = tu_tmp("data"), *truth = tu_tmp("cpu");
+	const char *wait_file = tu_tmp("wait"), *pyf = tu_tmp("worker.py");
+	char other[4096], script[8192], buf[64];
+	const struct json *rec, *prog;
+	double before;
+	struct tu_result r;
+
+	if (!ASSERT_OK(tu_cgroup_make(other, sizeof(other)), "a cgroup outside the task"))
+		return;
+	tu_write_file(pyf, py);
+	snprintf(script, sizeof(script), "dd if=/dev/urandom of=%s bs=1M count=10 status=none",
+		 data);
+	tu_run((char *[]){ "sh", "-c", script, NULL }, &r, 30);
+	/* The shell waits for the worker's signal, moves it out, then lets it go on. */
+	snprintf(script, sizeof(script),
+		 "touch %s; trap 'echo $pid > %s/cgroup.procs; rm %s' USR1;"
+		 " /usr/bin/python3 %s %s %s %s & pid=$!; wait $pid; wait $pid",
+		 wait_file, other, wait_file, pyf, data, truth, wait_file);
+	tu_tp(&r, 60, "run", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec || !ASSERT_TRUE(tp_read_file(truth, buf, sizeof(buf)) > 0, "truth"))
+		return;
+	before = atof(buf);
+	ASSERT_EQ(tu_metric(rec, "proc.left_task"), 1, "one process left the task");
+	ASSERT_TRUE(strstr(r.err, "1 left the task") != NULL, "the summary says so");
+	ASSERT_NEAR(tu_metric(rec, "io.read_bytes"), 10 * 1048576, 0.05,
+		    "its 10 MiB of direct reads stay the task's");
+	ASSERT_GE(tu_metric(rec, "io.read_ops"), 10, "the block layer saw them");
+	prog = tu_program(rec, "/usr/bin/python3");
+	ASSERT_NEAR(tu_num(prog, "cpu_ns"), before, 0.05, "its CPU in the task, in its row");
+	ASSERT_LE(tu_metric(rec, "cpu.time_ns"), before + 150e6,
+		  "the 300 ms it burned outside are not the task's");
+}
+
+/* Its cgroup removed from outside: the task's cpu.stat is the last one read, and said. */
+TEST(TIER_E2E, removed_cgroup_keeps_its_last_cpu_stat)
+{
+	const char *json = tu_tmp("task.json");
+	char other[4096], script[8192];
+	const struct json *rec, *cs;
+	struct tu_result r;
+
+	if (!ASSERT_OK(tu_cgroup_make(other, sizeof(other)), "a cgroup outside the task"))
+		return;
+	snprintf(script, sizeof(script),
+		 "cg=%s$(sed -n 's/^0:://p' /proc/self/cgroup); i=0;"
+		 " while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.3;"
+		 " echo $$ > %s/cgroup.procs && rmdir \"$cg\"",
+		 tu_cgroup_root(), other);
+	tu_tp(&r, 60, "run", "--interval", "100", "--json", json, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	cs = json_get(rec, "cgroup_cpu_stat");
+	ASSERT_TRUE(cs && cs->type == JSON_OBJ, "cpu.stat as last read is kept");
+	ASSERT_GE(tu_num(cs, "usage_usec"), 1000, "with the loop's CPU in it");
+	ASSERT_STREQ(str(cs, "note"), "last read before the task's cgroup was removed",
+		     "and why it is old");
+	ASSERT_TRUE(strstr(r.err, "cpu.stat last read before the task's cgroup was removed"),
+		    "the summary says it");
+}
+
+/* A command that never ran is a task too: its record, its row, its JSON file. */
+TEST(TIER_E2E, command_not_found_still_gets_a_record)
+{
+	const char *json = tu_tmp("nf.json"), *db = tu_tmp("tp.db"), *noexec = tu_tmp("noexec");
+	const struct json *rec, *list;
+	struct tu_result r;
+
+	tu_write_file(noexec, "#!/bin/sh\n");
+	tu_tp(&r, 30, "run", "--db", db, "--id", "nf-1", "--json", json, "--",
+	      "no-such-command-anywhere", NULL);
+	ASSERT_EQ(r.status, 127, "exit status 127");
+	ASSERT_STREQ(r.err, "taskprobe: no-such-command-anywhere: command not found\n",
+		     "one line, no summary");
+	rec = tu_load_json(json);
+	ASSERT_STREQ(str(rec, "status"), "not_found", "the record says not_found");
+	ASSERT_EQ(tu_num(rec, "exit_status"), 127, "with its exit status");
+	ASSERT_EQ(tu_metric(rec, "proc.exec_failures"), 0,
+		  "taskprobe's own search makes no execve");
+	tu_tp(&r, 30, "run", "--db", db, "--id", "nf-2", "--json", json, "--", noexec, NULL);
+	ASSERT_EQ(r.status, 126, "exit status 126");
+	rec = tu_load_json(json);
+	ASSERT_STREQ(str(rec, "status"), "exec_failed", "the record says exec_failed");
+	ASSERT_EQ(tu_metric(rec, "proc.exec_failures"), 1, "its one failed execve");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	list = tu_parse_json(r.out);
+	ASSERT_STREQ(str(tu_find(list, "id", "nf-1"), "status"), "not_found", "stored");
+	ASSERT_STREQ(str(tu_find(list, "id", "nf-2"), "status"), "exec_failed", "stored");
+	tu_tp(&r, 30, "list", "--db", db, NULL);
+	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "list fits 80 columns");
+}
+
+/* Failed execve calls (not found along PATH, not executable), counted one by one. */
+TEST(TIER_E2E, failed_execs_are_counted)
+{
+	static const char py[] =
+		"import os, sys\n"
+		"for i in range(7):\n"
+		"    try: os.execv('/nonexistent/x%d' % i, ['x'])\n"
+		"    except OSError: pass\n"
+		"for i in range(3):\n"
+		"    try: os.execv(sys.argv[1], ['x'])\n"
+		"    except PermissionError: pass\n"
+		"os.environ['PATH'] = '/nonexistent/a:/nonexistent/b:/nonexistent/c'\n"
+		"for i in range(2):\n"
+		"    try: os.execvp('no-such-command', ['x'])\n"
+		"    except OSError: pass\n";
+	const char *json = tu_tmp("task.json"), *noexec = tu_tmp("noexec");
+	const struct json *rec;
+	struct tu_result r;
+
+	tu_write_file(noexec, "#!/bin/sh\n");
+	/* A PATH with missing directories first: the run itself adds no failure. */
+	setenv("PATH", "/nonexistent/1:/nonexistent/2:/usr/bin:/bin", 1);
+	tu_tp(&r, 30, "run", "--json", json, "--", "python3", "-c", py, noexec, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	ASSERT_EQ(tu_metric(rec, "proc.exec_failures"), 7 + 3 + 2 * 3,
+		  "7 not found, 3 not executable, 2 searches of 3 directories");
+	ASSERT_TRUE(strstr(r.err, "16 execs failed") != NULL, "the summary says so");
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 1, "one exec that worked");
+}
+
 /* Each bad invocation: exit 125 (run) or 2 (usage), exactly one "taskprobe: " line. */
 TEST(TIER_E2E, bad_input_one_line_errors)
 {
