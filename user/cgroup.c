@@ -164,6 +164,83 @@ static void enable_memory(const char *root, const char *parent)
 	tp_write_file(file, "+memory");
 }
 
+/* Where the v1 memory controller is mounted (hybrid hosts), from a mountinfo stream. */
+static int memory_v1_mount(FILE *f, char *buf, size_t len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
+
+	while (err && getline(&line, &cap, f) > 0) {
+		char *sep = strstr(line, " - "), *save, *fstype, *opts, *mnt = NULL;
+		int field = 0;
+
+		if (!sep)
+			continue;
+		fstype = strtok_r(sep + 3, " ", &save);
+		strtok_r(NULL, " ", &save); /* source */
+		opts = strtok_r(NULL, " \n", &save);
+		if (!fstype || strcmp(fstype, "cgroup") || !opts ||
+		    (strncmp(opts, "memory,", 7) && strcmp(opts, "memory") &&
+		     !strstr(opts, ",memory,") &&
+		     (strlen(opts) < 7 || strcmp(opts + strlen(opts) - 7, ",memory"))))
+			continue;
+		*sep = '\0';
+		for (char *tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+			if (++field == 5) {
+				mnt = tok;
+				break;
+			}
+		if (mnt && strlen(mnt) < len) {
+			unescape_octal(mnt);
+			strcpy(buf, mnt);
+			err = 0;
+		}
+	}
+	free(line);
+	return err;
+}
+
+int cgroup_v1_memory_make(const char *id, char *path, size_t len)
+{
+	char mnt[PATH_MAX], own[4096], *line, *save;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = memory_v1_mount(f, mnt, sizeof(mnt));
+	fclose(f);
+	if (err)
+		return err;
+	/* Under our own memory cgroup: the limits set on us stay on the task. */
+	if (tp_read_file("/proc/self/cgroup", own, sizeof(own)) <= 0)
+		return -ENOENT;
+	err = -ENOENT;
+	for (line = strtok_r(own, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ctl = strchr(line, ':'), *rel = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!rel)
+			continue;
+		*rel = '\0';
+		if (strcmp(ctl + 1, "memory"))
+			continue;
+		if ((size_t)snprintf(path, len, "%s%s/taskprobe-%s", mnt,
+				     strcmp(rel + 1, "/") ? rel + 1 : "", id) >= len)
+			return -ENAMETOOLONG;
+		err = 0;
+		break;
+	}
+	if (err)
+		return err;
+	if (!mkdir(path, 0755))
+		return 0;
+	/* Left by a run that died: empty, so it can go (a populated one is another's). */
+	if (errno != EEXIST || rmdir(path) || mkdir(path, 0755))
+		return -errno;
+	return 0;
+}
+
 int cgroup_read_u64(const char *path, const char *file, __u64 *v)
 {
 	char full[PATH_MAX], buf[64], *end;

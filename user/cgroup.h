@@ -26,6 +26,12 @@ int cgroup_id(const char *path, __u64 *id);
  * with the same id is replaced; a populated one is -EEXIST.
  */
 int cgroup_make_task(const char *root, const char *id, char *path, size_t len);
+/*
+ * Hybrid hosts, whose memory controller is v1: a memory cgroup for the task below
+ * this process's own (taskprobe-ID), whose memory.max_usage_in_bytes is the kernel's
+ * charge. -ENOENT where v1 has no memory controller.
+ */
+int cgroup_v1_memory_make(const char *id, char *path, size_t len);
 /* Removes the task's cgroup, its descendants first, then ROOT/taskprobe when empty. */
 int cgroup_remove_task(const char *path);
 

@@ -259,13 +259,19 @@ static int exec_path(char **argv)
 }
 
 /* In the child: exec CMD, or report errno on the close-on-exec pipe. */
-static void __attribute__((noreturn))
-child_exec(char **argv, const sigset_t *mask, int errfd, const struct output *out)
+static void __attribute__((noreturn)) child_exec(char **argv, const sigset_t *mask, int errfd,
+						 const struct output *out, const char *memcg)
 {
+	char procs[PATH_MAX];
 	int err;
 
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	output__child(out);
+	/* The v1 memory mirror (hybrid hosts): joined before the command's first page. */
+	if (memcg[0]) {
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", memcg);
+		tp_write_file(procs, "0");
+	}
 	err = exec_path(argv);
 	if (write(errfd, &err, sizeof(err)) < 0)
 		_exit(EXIT_NOT_FOUND);
@@ -276,8 +282,8 @@ child_exec(char **argv, const sigset_t *mask, int errfd, const struct output *ou
  * Starts CMD inside the task's cgroup from its first instruction (CLONE_INTO_CGROUP),
  * so that even its first fork is the task's. Before Linux 5.7, it moves itself in.
  */
-static pid_t spawn(char **argv, const char *cgroup, const sigset_t *mask, int *pidfd, int *exec_err,
-		   const struct output *out)
+static pid_t spawn(char **argv, const char *cgroup, const char *memcg, const sigset_t *mask,
+		   int *pidfd, int *exec_err, const struct output *out)
 {
 	struct clone_args_v2 ca = { 0 };
 	int pipefd[2], cgfd, err = 0;
@@ -304,11 +310,11 @@ static pid_t spawn(char **argv, const char *cgroup, const sigset_t *mask, int *p
 		if (pid == 0) {
 			if (tp_write_file(procs, "0"))
 				_exit(EXIT_TP_FAILED);
-			child_exec(argv, mask, pipefd[1], out);
+			child_exec(argv, mask, pipefd[1], out, memcg);
 		}
 	}
 	if (pid == 0)
-		child_exec(argv, mask, pipefd[1], out);
+		child_exec(argv, mask, pipefd[1], out, memcg);
 	if (pid < 0) {
 		err = -errno;
 		goto out;
@@ -334,6 +340,7 @@ out:
 struct run_state {
 	const struct run_opts *o;
 	char cgroup[PATH_MAX];
+	char memcg[PATH_MAX]; /* v1 memory mirror on hybrid hosts, or "" */
 	pid_t pid;
 	int pidfd;
 	int events_fd;
@@ -848,6 +855,13 @@ static int run_task(struct run_opts *o)
 		st.cgroup[0] = '\0'; /* not ours: never remove it */
 		goto out;
 	}
+	/*
+	 * No memory controller on cgroup2 (hybrid hosts): the kernel's charge comes from
+	 * a v1 memory cgroup of the task's own; else the BPF sum of resident pages.
+	 */
+	if (cgroup_read_u64(st.cgroup, "memory.peak", &(__u64){ 0 }) &&
+	    cgroup_v1_memory_make(o->id, st.memcg, sizeof(st.memcg)))
+		st.memcg[0] = '\0';
 	slot = collector__track(c, st.cgroup);
 	if (slot < 0) {
 		tp_err("cannot track cgroup %s: %s", st.cgroup, strerror(-slot));
@@ -905,7 +919,7 @@ static int run_task(struct run_opts *o)
 	sampler__init(&sampler, c, slot, st.cgroup, st.start_ns, store, tid);
 	phases__init(&st.phases, st.start_ns);
 	sampler.phases = &st.phases;
-	st.pid = spawn(o->argv, st.cgroup, &oldmask, &st.pidfd, &exec_err, &st.out);
+	st.pid = spawn(o->argv, st.cgroup, st.memcg, &oldmask, &st.pidfd, &exec_err, &st.out);
 	output__started(&st.out);
 	if (st.pid < 0) {
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
@@ -959,6 +973,13 @@ static int run_task(struct run_opts *o)
 		rec.cpu_stat_note = "the task's cgroup was removed before cpu.stat was read";
 	}
 	rec.have_memory_peak = !cgroup_read_u64(st.cgroup, "memory.peak", &rec.memory_peak);
+	if (rec.have_memory_peak)
+		rec.memory_peak_source = "cgroup:memory.peak";
+	else if (st.memcg[0] &&
+		 !cgroup_read_u64(st.memcg, "memory.max_usage_in_bytes", &rec.memory_peak)) {
+		rec.have_memory_peak = true;
+		rec.memory_peak_source = "cgroup1:memory.max_usage_in_bytes";
+	}
 
 	/* A command that never ran: its one line above says it all. */
 	if (!o->quiet && !st.exec_err)
@@ -984,6 +1005,8 @@ out_mask:
 out:
 	if (slot >= 0)
 		collector__untrack(c, slot);
+	if (st.memcg[0] && st.action != LEFTOVER_KEPT)
+		cgroup_remove_task(st.memcg);
 	if (st.cgroup[0] && st.action != LEFTOVER_KEPT)
 		cgroup_remove_task(st.cgroup);
 	if (sfd >= 0)

@@ -41,7 +41,7 @@ int task_exit_status(const struct task_record *t)
 __u64 task_mem_peak(const struct task_record *t, const char **source)
 {
 	if (t->have_memory_peak) {
-		*source = "cgroup:memory.peak";
+		*source = t->memory_peak_source ? t->memory_peak_source : "cgroup:memory.peak";
 		return t->memory_peak;
 	}
 	*source = "bpf:rss_stat";
@@ -670,8 +670,9 @@ int task_from_json(struct task_record *t, const struct json *j)
 	g->io_blk_write_bytes = (__u64)json_num(m, "io.blk_write_bytes");
 	g->peak_rss_bytes = (__s64)json_num(m, "mem.peak_bytes");
 	t->peak_cores = json_num(m, "cpu.peak_cores");
-	if (!strcmp(json_str(srcs, "mem.peak_bytes"), "cgroup:memory.peak")) {
+	if (!strncmp(json_str(srcs, "mem.peak_bytes"), "cgroup", 6)) {
 		t->have_memory_peak = true;
+		t->memory_peak_source = json_str(srcs, "mem.peak_bytes");
 		t->memory_peak = (__u64)json_num(m, "mem.peak_bytes");
 	}
 	t->cpu_stat_note = json_get(j, "cgroup_cpu_stat_note") ? json_str(j, "cgroup_cpu_stat_note")

@@ -61,9 +61,10 @@ struct task_record {
 	bool have_cpu_stat;
 	struct cg_cpu_stat cpu_stat;
 	const char *cpu_stat_note; /* why cpu.stat is old or missing (cgroup removed), or NULL */
-	bool have_memory_peak;	   /* the cgroup's memory.peak, preferred to BPF's */
+	bool have_memory_peak;	   /* the kernel's charge, preferred to BPF's resident pages */
 	__u64 memory_peak;
-	struct program_stat *progs; /* sorted by CPU, most first */
+	const char *memory_peak_source; /* cgroup:memory.peak, cgroup1:memory.max_usage_in_bytes */
+	struct program_stat *progs;	/* sorted by CPU, most first */
 	size_t nprogs;
 	double peak_cores;	     /* most cores in use over one series interval */
 	const struct phases *phases; /* may be NULL */

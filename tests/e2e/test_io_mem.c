@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* End-to-end tests: disk bytes charged to their causer, and peak memory, against truth. */
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <errno.h>
 
 #include "harness.h"
 #include "testutil.h"
@@ -110,6 +113,68 @@ TEST(TIER_E2E, peak_memory_within_5_percent)
 out:
 	if (f)
 		fclose(f);
+}
+
+/*
+ * A parent that touched 64 MiB and four children that share its pages: the peak is
+ * the kernel's charge, not the pages counted once per process. Ground truth: the
+ * same workload in a v1 memory cgroup of the test's own (hybrid hosts), or the
+ * touched size where cgroup2 has memory.peak.
+ */
+TEST(TIER_E2E, peak_memory_of_forked_workers_is_the_kernels_charge)
+{
+	static const char py[] = "import os, time\n"
+				 "b = bytearray(64 << 20)\n"
+				 "for i in range(0, len(b), 4096): b[i] = 1\n"
+				 "kids = [os.fork() for _ in range(4)]\n"
+				 "if 0 in kids:\n"
+				 "    time.sleep(0.5)\n"
+				 "    os._exit(0)\n"
+				 "for k in kids: os.waitpid(k, 0)\n";
+	const char *json = tu_tmp("task.json"), *pyf = tu_tmp("fork.py");
+	char own[4096], cg[4096], script[8192], buf[64];
+	const struct json *rec, *src;
+	bool v1 = !access("/sys/fs/cgroup/memory/memory.max_usage_in_bytes", R_OK);
+	struct tu_result r;
+	double truth = 64 * MIB;
+
+	tu_write_file(pyf, py);
+	/* Once first: page cache read in is charged to whoever reads it first. */
+	tu_run((char *[]){ "/usr/bin/python3", (char *)pyf, NULL }, &r, 60);
+	if (v1) {
+		char *line, *save;
+
+		tp_read_file("/proc/self/cgroup", own, sizeof(own));
+		for (line = strtok_r(own, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (strstr(line, ":memory:"))
+				break;
+		if (!ASSERT_TRUE(line, "our v1 memory cgroup"))
+			return;
+		snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory%s/taskprobe-test-mem-%d",
+			 strstr(line, ":memory:") + 8, (int)getpid());
+		if (!ASSERT_OK(mkdir(cg, 0755) ? -errno : 0, "a v1 memory cgroup for the truth"))
+			return;
+		snprintf(script, sizeof(script),
+			 "echo $$ > %s/cgroup.procs && exec /usr/bin/python3 %s", cg, pyf);
+		tu_run((char *[]){ "sh", "-c", script, NULL }, &r, 60);
+		snprintf(script, sizeof(script), "%s/memory.max_usage_in_bytes", cg);
+		truth = tp_read_file(script, buf, sizeof(buf)) > 0 ? atof(buf) : 0;
+		rmdir(cg);
+		ASSERT_EQ(r.status, 0, "the truth run");
+	}
+	tu_tp(&r, 60, "run", "--json", json, "--", "/usr/bin/python3", pyf, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	src = json_get(json_get(rec, "sources"), "mem.peak_bytes");
+	ASSERT_STREQ(src ? src->str : NULL,
+		     v1 ? "cgroup1:memory.max_usage_in_bytes" : "cgroup:memory.peak",
+		     "the kernel's charge is the source");
+	ASSERT_NEAR(tu_metric(rec, "mem.peak_bytes"), truth, 0.05,
+		    "peak vs the charge of the same workload");
+	ASSERT_GE(tu_metric(rec, "mem.peak_bytes"), 64 * MIB, "at least what was touched");
+	ASSERT_TRUE(
+		strstr(r.err, v1 ? "(cgroup1:memory.max_usage_in_bytes)" : "(cgroup:memory.peak)"),
+		"the summary names the source");
 }
 
 TEST(TIER_E2E, oom_kill_is_counted)
