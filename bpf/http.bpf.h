@@ -13,34 +13,40 @@
 #define HTTP_SCAN 512
 #define HTTP_PENDING_MAX 64
 
-/* An HTTP connection: a TLS handle in a process, or a plaintext socket (by cookie). */
-struct http_key {
-	__u64 owner; /* tgid for TLS handles, 0 for sockets */
-	__u64 handle;
+/* Where a response stands: its status line, its headers, its body. */
+enum rsp_state {
+	RS_IDLE,	 /* between responses: "HTTP/" expected */
+	RS_VERSION,	 /* past "HTTP/", to the space */
+	RS_CODE,	 /* the three digits of the status */
+	RS_REASON,	 /* to the end of the status line */
+	RS_LINE,	 /* at the start of a header line */
+	RS_NAME,	 /* in a header name that may be Content-Length or Transfer-Encoding */
+	RS_VALUE,	 /* in the value of one of those */
+	RS_SKIP,	 /* in a header line of no interest */
+	RS_BODY,	 /* Content-Length bytes still to come (skipped in bulk) */
+	RS_CHUNK_SIZE,	 /* a chunk's hex size */
+	RS_CHUNK_EXT,	 /* the rest of that line */
+	RS_CHUNK_DATA,	 /* a chunk's bytes (bulk) */
+	RS_CHUNK_END,	 /* the CRLF after them */
+	RS_TRAILER,	 /* at the start of a trailer line, after the last chunk */
+	RS_TRAILER_SKIP, /* in a trailer line */
+	RS_TO_CLOSE,	 /* a body that lasts until the connection closes (bulk) */
+	RS_DEAD,	 /* 101: the connection speaks another protocol now (bulk) */
 };
 
-struct http_conn {
-	__u32 slot;
-	__u32 gen;
-	__u32 pending;	/* requests sent and not yet answered */
-	__u32 last_seq; /* TCP sequence of the last plaintext request: retransmits once */
-	__u8 via;
-	__u8 h2;
-	__u8 pad[6];
-	char method[TP_HTTP_METHOD_LEN];
-	char host[TP_HTTP_HOST_LEN];
-};
+#define RF_CHUNKED 0x1 /* Transfer-Encoding: chunked */
+#define RF_LENGTH 0x2  /* a Content-Length was given (in left) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
-	__type(key, struct http_key);
-	__type(value, struct http_conn);
+	__type(key, struct tp_http_key);
+	__type(value, struct tp_http_conn);
 } http_conns SEC(".maps") __weak;
 
 /* A TLS read in flight on a thread: where the plaintext will land. */
 struct tls_read {
-	struct http_key conn;
+	struct tp_http_key conn;
 	__u64 buf;
 	__u64 nread_ptr; /* SSL_read_ex's size_t *readbytes, else 0 */
 };
@@ -107,9 +113,23 @@ static __always_inline int parse_method(const char *b, char *method)
 
 struct host_search {
 	const char *b;
+	char *host;
 	__u32 n;
 	__u32 at;
+	__u32 end;
+	__u32 v6;
 };
+
+/* bpf_loop step: byte i of the Host value (at, end bytes long), lower case. */
+static long host_copy(__u32 i, void *ctx)
+{
+	struct host_search *hs = ctx;
+
+	if (i >= hs->end || i >= TP_HTTP_HOST_LEN - 1)
+		return 1;
+	hs->host[i] = lower(hs->b[(hs->at + i) & (HTTP_SCAN - 1)]);
+	return 0;
+}
 
 /* bpf_loop step: does a "\nHost:" header start at i? */
 static long host_at(__u32 i, void *ctx)
@@ -126,51 +146,76 @@ static long host_at(__u32 i, void *ctx)
 	return 1;
 }
 
-/* Copies the Host header's value (lower case, port cut off) from the first n bytes. */
-static __always_inline void parse_host(const char *b, __u32 n, char *host)
+/* bpf_loop step: does the Host value end at at + i (a port, or the line's end)? */
+static long host_end_at(__u32 i, void *ctx)
+{
+	struct host_search *hs = ctx;
+	__u32 p = hs->at + i;
+	char c;
+
+	if (p >= hs->n || p >= HTTP_SCAN) {
+		hs->end = p;
+		return 1;
+	}
+	c = hs->b[p & (HTTP_SCAN - 1)];
+	if (c == '\r' || c == '\n' || c == ' ' || c == '\t' || (c == ':' && !hs->v6)) {
+		hs->end = p;
+		return 1;
+	}
+	if (c == ']' && hs->v6) {
+		hs->end = p + 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Copies the Host header's value (lower case, port cut off) from the first n bytes.
+ * A name longer than host[] keeps its end, where the domain is ("*.example.com"
+ * globs still match): host_cut says so.
+ */
+static __always_inline void parse_host(const char *b, __u32 n, char *host, __u8 *cut)
 {
 	struct host_search hs = { .b = b, .n = n };
-	__u32 at;
+	__u32 at, len;
 
+	*cut = 0;
 	bpf_loop(HTTP_SCAN - 6, host_at, &hs, 0);
 	at = hs.at;
 	if (!at)
 		return;
 	for (int k = 0; k < 8 && at < n && b[at & (HTTP_SCAN - 1)] == ' '; k++)
 		at++;
-	for (int k = 0; k < TP_HTTP_HOST_LEN - 1; k++) {
-		char c;
-
-		if (at + k >= n)
-			break;
-		c = b[(at + k) & (HTTP_SCAN - 1)];
-		/* A port ends the name; "[v6]" keeps its colons. */
-		if (c == '\r' || c == '\n' || c == ' ' || (c == ':' && host[0] != '['))
-			break;
-		host[k] = lower(c);
+	hs.at = at;
+	hs.end = n < HTTP_SCAN ? n : HTTP_SCAN;
+	hs.v6 = at < n && b[at & (HTTP_SCAN - 1)] == '[';
+	bpf_loop(HTTP_SCAN, host_end_at, &hs, 0);
+	len = hs.end > at ? hs.end - at : 0;
+	if (len > TP_HTTP_HOST_LEN - 1) {
+		at = hs.end - (TP_HTTP_HOST_LEN - 1);
+		len = TP_HTTP_HOST_LEN - 1;
+		*cut = 1;
 	}
+	hs.at = at;
+	hs.end = len;
+	hs.host = host;
+	bpf_loop(TP_HTTP_HOST_LEN - 1, host_copy, &hs, 0);
 }
 
-/* The status code of a response line "HTTP/1.x NNN", or 0. */
-static __always_inline __u16 parse_status(const char *b)
+/* An outcome of count requests on conn (kind, status): one event. */
+static __noinline void http_emit(struct tp_http_conn *hc, __u8 kind, __u16 status, __u16 count)
 {
-	if (*(__u32 *)b != W('H', 'T', 'T', 'P') || b[4] != '/' || b[8] != ' ')
-		return 0;
-	for (int i = 9; i < 12; i++)
-		if (b[i] < '0' || b[i] > '9')
-			return 0;
-	return (b[9] - '0') * 100 + (b[10] - '0') * 10 + (b[11] - '0');
-}
+	struct tp_http_event *e;
+	__u64 id;
 
-static __always_inline void http_emit(struct http_conn *hc, __u8 kind, __u16 status)
-{
-	struct tp_http_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	__u64 id = bpf_get_current_pid_tgid();
-
+	if (!hc)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		tp_count_lost(hc->slot);
 		return;
 	}
+	id = bpf_get_current_pid_tgid();
 	e->hdr.type = TP_EV_HTTP;
 	e->hdr.slot = hc->slot;
 	e->hdr.gen = hc->gen;
@@ -181,6 +226,8 @@ static __always_inline void http_emit(struct http_conn *hc, __u8 kind, __u16 sta
 	e->status = status;
 	e->kind = kind;
 	e->via = hc->via;
+	e->count = count;
+	e->flags = hc->host_cut ? TP_HTTP_HOST_CUT : 0;
 	e->pad = 0;
 	__builtin_memcpy(e->method, hc->method, sizeof(e->method));
 	__builtin_memcpy(e->host, hc->host, sizeof(e->host));
@@ -189,11 +236,11 @@ static __always_inline void http_emit(struct http_conn *hc, __u8 kind, __u16 sta
 }
 
 /* A request seen on conn: remember its method and Host until the response. */
-static __always_inline void http_request(const struct http_key *key,
+static __always_inline void http_request(const struct tp_http_key *key,
 					 const struct tp_cgroup_info *ci, const char *b, __u32 n,
 					 __u8 via, __u32 seq)
 {
-	struct http_conn *hc, fresh = {};
+	struct tp_http_conn *hc, fresh = {};
 	char method[TP_HTTP_METHOD_LEN];
 	int mlen = parse_method(b, method);
 
@@ -216,25 +263,359 @@ static __always_inline void http_request(const struct http_key *key,
 	if (mlen < 0) {
 		if (!hc->h2) {
 			hc->h2 = 1;
-			http_emit(hc, TP_HTTP_H2, 0);
+			http_emit(hc, TP_HTTP_H2, 0, 1);
 		}
 		return;
 	}
+	/* After a 101 the connection is not HTTP/1 any more: what looks like one is not. */
+	if (hc->state == RS_DEAD)
+		return;
 	__builtin_memcpy(hc->method, method, sizeof(method));
 	__builtin_memset(hc->host, 0, sizeof(hc->host));
-	parse_host(b, n, hc->host);
+	parse_host(b, n, hc->host, &hc->host_cut);
 	if (hc->pending < HTTP_PENDING_MAX)
 		hc->pending++;
 }
 
-static __always_inline void http_response(struct http_conn *hc, const char *b)
-{
-	__u16 status = parse_status(b);
+/* ---- HTTP: following a response to its end ---- */
 
-	if (!status || !hc->pending || !tp_slot_current(hc->slot, hc->gen))
+/* The response being read is complete: its request is answered. */
+static __always_inline void rsp_complete(struct tp_http_conn *hc)
+{
+	if (hc->pending && tp_slot_current(hc->slot, hc->gen)) {
+		hc->pending--;
+		http_emit(hc, TP_HTTP_RESPONSE, hc->status, 1);
+	}
+	hc->state = RS_IDLE;
+	hc->match = 0;
+}
+
+/*
+ * The blank line after the headers. 1xx other than 101 are interim: the final
+ * response follows. 101 ends HTTP on the connection. HEAD, 204 and 304 have no body;
+ * otherwise it is chunked, Content-Length long, or lasts until the close.
+ */
+static __always_inline void rsp_headers_done(struct tp_http_conn *hc)
+{
+	__u16 st = hc->status;
+
+	hc->match = 0;
+	if (st >= 100 && st < 200 && st != 101) {
+		hc->state = RS_IDLE;
 		return;
-	hc->pending--;
-	http_emit(hc, TP_HTTP_RESPONSE, status);
+	}
+	if (st == 101) {
+		rsp_complete(hc);
+		hc->state = RS_DEAD;
+		return;
+	}
+	if ((hc->method[0] == 'H' && hc->method[1] == 'E') || st == 204 || st == 304) {
+		rsp_complete(hc);
+		return;
+	}
+	if (hc->rflags & RF_CHUNKED) {
+		hc->left = 0;
+		hc->state = RS_CHUNK_SIZE;
+	} else if (hc->rflags & RF_LENGTH) {
+		if (hc->left)
+			hc->state = RS_BODY;
+		else
+			rsp_complete(hc);
+	} else {
+		hc->state = RS_TO_CLOSE;
+	}
+}
+
+static __always_inline int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = lower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A chunk-size line read: its data follows, or, for size 0, the trailers. */
+static __always_inline void rsp_chunk_line_done(struct tp_http_conn *hc)
+{
+	hc->state = hc->left ? RS_CHUNK_DATA : RS_TRAILER;
+}
+
+/*
+ * The tokens a response is matched against, packed little-endian in words: string
+ * constants would land in .rodata, which the linked object cannot carry here.
+ */
+#define TOK_HTTP 0x0000002f50545448ULL	  /* "HTTP/" */
+#define TOK_CHUNKED 0x0064656b6e756863ULL /* "chunked" */
+#define TOK_CL0 0x2d746e65746e6f63ULL	  /* "content-length:" */
+#define TOK_CL1 0x003a6874676e656cULL
+#define TOK_TE0 0x726566736e617274ULL /* "transfer-encoding:" */
+#define TOK_TE1 0x6e69646f636e652dULL
+#define TOK_TE2 0x0000000000003a67ULL
+#define CL_LEN 15
+#define TE_LEN 18
+
+static __always_inline char tok(__u64 w0, __u64 w1, __u64 w2, __u32 i)
+{
+	__u64 w = i < 8 ? w0 : i < 16 ? w1 : w2;
+
+	return (char)(w >> ((i & 7) * 8));
+}
+
+/* One byte of a response, in any state that reads bytes one by one. */
+static __always_inline void rsp_byte(struct tp_http_conn *hc, char c)
+{
+	char lc = lower(c);
+	int d;
+
+	switch (hc->state) {
+	case RS_IDLE:
+		if (hc->match < 5 && c == tok(TOK_HTTP, 0, 0, hc->match)) {
+			if (++hc->match == 5)
+				hc->state = RS_VERSION;
+		} else {
+			hc->match = c == 'H';
+		}
+		break;
+	case RS_VERSION:
+		if (c == ' ') {
+			hc->state = RS_CODE;
+			hc->match = 0;
+			hc->status = 0;
+		} else if (c == '\n') {
+			hc->state = RS_IDLE;
+			hc->match = 0;
+		}
+		break;
+	case RS_CODE:
+		if (c < '0' || c > '9') {
+			hc->state = RS_IDLE;
+			hc->match = 0;
+			break;
+		}
+		hc->status = hc->status * 10 + (c - '0');
+		if (++hc->match == 3)
+			hc->state = RS_REASON;
+		break;
+	case RS_REASON:
+		if (c == '\n') {
+			hc->state = RS_LINE;
+			hc->rflags = 0;
+			hc->left = 0;
+		}
+		break;
+	case RS_LINE:
+		if (c == '\r')
+			break;
+		if (c == '\n') {
+			rsp_headers_done(hc);
+			break;
+		}
+		hc->hdr = lc == 'c' ? 1 : lc == 't' ? 2 : 0;
+		hc->match = 1;
+		hc->state = hc->hdr ? RS_NAME : RS_SKIP;
+		break;
+	case RS_NAME:
+		if (c == '\n') {
+			hc->state = RS_LINE;
+			break;
+		}
+		if (lc != (hc->hdr == 1 ? tok(TOK_CL0, TOK_CL1, 0, hc->match)
+					: tok(TOK_TE0, TOK_TE1, TOK_TE2, hc->match))) {
+			hc->state = RS_SKIP;
+			break;
+		}
+		if (++hc->match == (hc->hdr == 1 ? CL_LEN : TE_LEN)) {
+			hc->state = RS_VALUE;
+			hc->match = 0;
+			if (hc->hdr == 1) {
+				hc->rflags |= RF_LENGTH;
+				hc->left = 0;
+			}
+		}
+		break;
+	case RS_VALUE:
+		if (c == '\n') {
+			hc->state = RS_LINE;
+		} else if (hc->hdr == 1) {
+			if (c >= '0' && c <= '9' && hc->left < (1ULL << 58))
+				hc->left = hc->left * 10 + (c - '0');
+		} else if (hc->match < 7 && lc == tok(TOK_CHUNKED, 0, 0, hc->match)) {
+			if (++hc->match == 7)
+				hc->rflags |= RF_CHUNKED;
+		} else {
+			hc->match = lc == 'c';
+		}
+		break;
+	case RS_SKIP:
+		if (c == '\n')
+			hc->state = RS_LINE;
+		break;
+	case RS_CHUNK_SIZE:
+		d = hex_digit(c);
+		if (d >= 0 && hc->left < (1ULL << 58))
+			hc->left = hc->left * 16 + d;
+		else if (c == ';' || c == ' ' || c == '\t')
+			hc->state = RS_CHUNK_EXT;
+		else if (c == '\n')
+			rsp_chunk_line_done(hc);
+		else if (c != '\r')
+			hc->state = RS_TO_CLOSE; /* not chunked after all: to the close */
+		break;
+	case RS_CHUNK_EXT:
+		if (c == '\n')
+			rsp_chunk_line_done(hc);
+		break;
+	case RS_CHUNK_END:
+		if (c == '\n') {
+			hc->left = 0;
+			hc->state = RS_CHUNK_SIZE;
+		}
+		break;
+	case RS_TRAILER:
+		if (c == '\n')
+			rsp_complete(hc);
+		else if (c != '\r')
+			hc->state = RS_TRAILER_SKIP;
+		break;
+	case RS_TRAILER_SKIP:
+		if (c == '\n')
+			hc->state = RS_TRAILER;
+		break;
+	}
+}
+
+static __always_inline bool rsp_bulk(__u8 state)
+{
+	return state == RS_BODY || state == RS_CHUNK_DATA || state == RS_TO_CLOSE ||
+	       state == RS_DEAD;
+}
+
+/* Bytes of body taken at once in a bulk state (of avail); the state moves on at its end. */
+static __always_inline __u32 rsp_skip(struct tp_http_conn *hc, __u32 avail)
+{
+	__u32 n;
+
+	if (hc->state == RS_TO_CLOSE || hc->state == RS_DEAD)
+		return avail;
+	n = hc->left < avail ? (__u32)hc->left : avail;
+	hc->left -= n;
+	if (!hc->left) {
+		if (hc->state == RS_BODY)
+			rsp_complete(hc);
+		else
+			hc->state = RS_CHUNK_END;
+	}
+	return n;
+}
+
+struct rsp_walk {
+	struct tp_http_conn *hc;
+	struct scan_buf *sb;
+	const void *ubuf;      /* a TLS read's buffer, or */
+	struct __sk_buff *skb; /* a packet, payload at off */
+	__u32 off;
+	__u32 n;
+	__u32 done;
+};
+
+/* bpf_loop step: one byte of the window (hc->wpos of hc->wlen), until a bulk state. */
+static long rsp_step(__u32 i, void *ctx)
+{
+	struct rsp_walk *w = ctx;
+	struct tp_http_conn *hc = w->hc;
+	__u16 pos = hc->wpos;
+
+	if (pos >= hc->wlen || rsp_bulk(hc->state))
+		return 1;
+	rsp_byte(hc, w->sb->b[pos & (HTTP_SCAN - 1)]);
+	hc->wpos = pos + 1;
+	return 0;
+}
+
+/*
+ * One window: the body in bulk if that is where the response is, else up to
+ * HTTP_SCAN bytes byte by byte. Returns 1 when the bytes are used up.
+ */
+static __always_inline long rsp_window(struct rsp_walk *w, bool from_skb)
+{
+	struct tp_http_conn *hc = w->hc;
+	__u32 len;
+
+	if (w->done >= w->n)
+		return 1;
+	if (rsp_bulk(hc->state)) {
+		w->done += rsp_skip(hc, w->n - w->done);
+		if (w->done >= w->n || rsp_bulk(hc->state))
+			return 1;
+	}
+	len = w->n - w->done;
+	if (len > HTTP_SCAN)
+		len = HTTP_SCAN;
+	if (len == 0)
+		return 1;
+	if (from_skb ? bpf_skb_load_bytes(w->skb, w->off + w->done, w->sb->b, len)
+		     : bpf_probe_read_user(w->sb->b, len, w->ubuf + w->done))
+		return 1;
+	hc->wpos = 0;
+	hc->wlen = (__u16)len;
+	bpf_loop(HTTP_SCAN, rsp_step, w, 0);
+	w->done += hc->wpos;
+	return 0;
+}
+
+static long rsp_window_skb(__u32 i, void *ctx)
+{
+	return rsp_window(ctx, true);
+}
+
+static long rsp_window_user(__u32 i, void *ctx)
+{
+	return rsp_window(ctx, false);
+}
+
+/* Windows of a response read at most, each HTTP_SCAN bytes: headers up to 4 KiB at once. */
+#define HTTP_WINDOWS 8
+
+/*
+ * n bytes of what the server sent on conn, from user memory (a TLS read) or from a
+ * packet (skb at off, plaintext; a constant, so that each program has one of the
+ * two helpers only): headers byte by byte, bodies skipped by length. Both loops are
+ * bpf_loop callbacks, so that each is verified once.
+ */
+static __always_inline void http_stream(struct tp_http_conn *hc, struct scan_buf *sb,
+					const bool from_skb, const void *ubuf,
+					struct __sk_buff *skb, __u32 off, __u32 n)
+{
+	struct rsp_walk w = { .hc = hc, .sb = sb, .ubuf = ubuf, .skb = skb, .off = off, .n = n };
+
+	if (!hc->pending && hc->state == RS_IDLE)
+		return;
+	bpf_loop(HTTP_WINDOWS, from_skb ? rsp_window_skb : rsp_window_user, &w, 0);
+}
+
+/*
+ * The connection ends (reset, closed, or the TLS session freed) with requests
+ * waiting: a body cut short is truncated; a body read to the close is complete;
+ * anything before the end of the headers, and every request behind it, is a reset.
+ */
+static __always_inline void http_conn_end(struct tp_http_conn *hc, bool reset)
+{
+	__u8 st = hc->state;
+
+	if (!hc->pending || !tp_slot_current(hc->slot, hc->gen))
+		goto out;
+	if (st == RS_TO_CLOSE && !reset) {
+		rsp_complete(hc);
+	} else if (st == RS_TO_CLOSE || (st >= RS_BODY && st <= RS_TRAILER_SKIP)) {
+		hc->pending--;
+		http_emit(hc, TP_HTTP_TRUNCATED, hc->status, 1);
+	}
+	if (hc->pending)
+		http_emit(hc, TP_HTTP_RESET, 0, (__u16)hc->pending);
+out:
+	hc->pending = 0;
+	hc->state = RS_IDLE;
+	hc->match = 0;
 }
 
 /*

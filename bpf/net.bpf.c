@@ -207,6 +207,25 @@ static __always_inline void connect_done(const struct sock *sk, struct tp_sock *
 	}
 }
 
+/*
+ * A plaintext connection leaves ESTABLISHED (the peer's FIN, a reset, our close):
+ * every byte the server sent before has passed the ingress program, so requests
+ * still waiting end here (truncated, reset, or complete for a body read to the close).
+ */
+static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock *ts)
+{
+	struct tp_http_key key = { .handle = bpf_get_socket_cookie((void *)sk) };
+	struct tp_http_conn *hc = bpf_map_lookup_elem(&http_conns, &key);
+	bool reset = sk->sk_err == ECONNRESET;
+
+	if (!hc)
+		return;
+	if (reset && hc->pending)
+		NET_ADD(&ts->ep, http_resets, 1);
+	http_conn_end(hc, reset);
+	bpf_map_delete_elem(&http_conns, &key);
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int newstate)
 {
@@ -221,10 +240,13 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int ne
 	ts = sock_of(sk);
 	if (!ts)
 		return 0;
-	if (oldstate == TCP_SYN_SENT)
+	if (oldstate == TCP_SYN_SENT) {
 		connect_done(sk, ts, newstate);
-	else
-		charge_bytes(sk, ts);
+		return 0;
+	}
+	charge_bytes(sk, ts);
+	if (oldstate == TCP_ESTABLISHED)
+		plain_http_end(sk, ts);
 	return 0;
 }
 
@@ -294,8 +316,8 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 {
 	__u64 id;
 	struct tls_read *r;
-	struct http_conn *hc;
-	struct http_key key = {};
+	struct tp_http_conn *hc;
+	struct tp_http_key key = {};
 	struct tp_sock *ts;
 
 	if (ret != -ECONNRESET)
@@ -310,8 +332,7 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 	hc = bpf_map_lookup_elem(&http_conns, &key);
 	if (!hc || !hc->pending || !tp_slot_current(hc->slot, hc->gen))
 		return 0;
-	hc->pending = 0;
-	http_emit(hc, TP_HTTP_RESET, 0);
+	http_conn_end(hc, true);
 	ts = sock_of(sk);
 	if (ts)
 		NET_ADD(&ts->ep, http_resets, 1);
@@ -550,7 +571,7 @@ SEC("cgroup_skb/egress")
 int tp_http_egress(struct __sk_buff *skb)
 {
 	struct tp_cgroup_info *ci;
-	struct http_key key = {};
+	struct tp_http_key key = {};
 	struct scan_buf *sb;
 	__u32 off, seq, n;
 	char head[8];
@@ -588,11 +609,12 @@ int tp_http_egress(struct __sk_buff *skb)
 SEC("cgroup_skb/ingress")
 int tp_http_ingress(struct __sk_buff *skb)
 {
-	struct http_key key = {};
-	struct http_conn *hc;
+	struct tp_http_key key = {};
+	struct tp_http_conn *hc;
 	struct tp_cgroup_info *ci;
-	__u32 off, seq;
-	char head[16];
+	struct scan_buf *sb;
+	__u32 off, seq, n, late;
+	char head[4];
 	__u8 proto = 0;
 
 	off = l4_offset(skb, &proto);
@@ -605,15 +627,28 @@ int tp_http_ingress(struct __sk_buff *skb)
 	}
 	if (!off || proto != IPPROTO_TCP)
 		return 1;
-	off = tcp_head(skb, off, &seq, head, 12, 12);
+	off = tcp_head(skb, off, &seq, head, 1, 1);
 	if (!off)
 		return 1;
-	if (*(__u32 *)head != W('H', 'T', 'T', 'P'))
-		return 1;
+	/* Only connections where the task sent a request: one lookup per packet. */
 	key.handle = bpf_get_socket_cookie(skb);
 	hc = bpf_map_lookup_elem(&http_conns, &key);
-	if (hc)
-		http_response(hc, head);
+	if (!hc || (!hc->pending && hc->state == RS_IDLE))
+		return 1;
+	n = skb->len - off;
+	/* In sequence only: a retransmitted segment, or its part already seen, once. */
+	if (hc->rx_next && (__s32)(seq - hc->rx_next) < 0) {
+		late = hc->rx_next - seq;
+		if (late >= n)
+			return 1;
+		off += late;
+		n -= late;
+		seq += late;
+	}
+	hc->rx_next = seq + n;
+	sb = scan_buf(SCAN_INGRESS);
+	if (sb)
+		http_stream(hc, sb, true, NULL, skb, off, n);
 	return 1;
 }
 

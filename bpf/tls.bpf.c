@@ -14,7 +14,7 @@
 static __always_inline int tls_write(void *handle, const void *buf, __s64 len, __u8 via)
 {
 	struct tp_cgroup_info *ci;
-	struct http_key key;
+	struct tp_http_key key;
 	struct scan_buf *sb;
 	__u32 n;
 
@@ -38,7 +38,7 @@ static __always_inline int tls_write(void *handle, const void *buf, __s64 len, _
 static __always_inline int tls_read_enter(void *handle, void *buf, void *nread_ptr)
 {
 	struct tls_read r = {};
-	struct http_conn *hc;
+	struct tp_http_conn *hc;
 	__u64 id = bpf_get_current_pid_tgid();
 
 	r.conn.owner = id >> 32;
@@ -57,8 +57,8 @@ static __always_inline int tls_read_exit(__s64 ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct tls_read *r = bpf_map_lookup_elem(&tls_reads, &id);
-	struct http_conn *hc;
-	char head[16];
+	struct tp_http_conn *hc;
+	struct scan_buf *sb;
 	__u64 n = 0;
 
 	if (!r)
@@ -70,10 +70,37 @@ static __always_inline int tls_read_exit(__s64 ret)
 		n = (__u64)ret;
 	}
 	hc = bpf_map_lookup_elem(&http_conns, &r->conn);
-	if (hc && n >= 12 && !bpf_probe_read_user(head, 12, (void *)r->buf))
-		http_response(hc, head);
+	sb = scan_buf(SCAN_UPROBE);
+	if (hc && sb && n && n < (1u << 30))
+		http_stream(hc, sb, false, (void *)r->buf, NULL, 0, (__u32)n);
 	bpf_map_delete_elem(&tls_reads, &id);
 	return 0;
+}
+
+/* The session is freed: requests still waiting on it end (truncated, reset or complete). */
+static __always_inline int tls_free(void *handle)
+{
+	struct tp_http_key key = { .owner = bpf_get_current_pid_tgid() >> 32,
+				   .handle = (__u64)handle };
+	struct tp_http_conn *hc = bpf_map_lookup_elem(&http_conns, &key);
+
+	if (!hc)
+		return 0;
+	http_conn_end(hc, false);
+	bpf_map_delete_elem(&http_conns, &key);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_ssl_free, void *ssl)
+{
+	return tls_free(ssl);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tp_gnutls_deinit, void *session)
+{
+	return tls_free(session);
 }
 
 SEC("uprobe")

@@ -210,23 +210,64 @@ struct tp_dns_event {
 #define TP_HTTP_METHOD_LEN 8
 
 enum tp_http_kind {
-	TP_HTTP_RESPONSE = 0, /* status holds the response's code */
-	TP_HTTP_RESET = 1,    /* the connection was reset before the response */
-	TP_HTTP_H2 = 2,	      /* an HTTP/2 connection preface: not decoded */
+	TP_HTTP_RESPONSE = 0,  /* a final response, whole (headers and body): its status */
+	TP_HTTP_RESET = 1,     /* reset or closed before the response's headers ended */
+	TP_HTTP_H2 = 2,	       /* an HTTP/2 connection preface: not decoded */
+	TP_HTTP_TRUNCATED = 3, /* headers whole (status), body cut short by a reset or close */
 };
 
 enum tp_http_via { TP_HTTP_PLAIN, TP_HTTP_OPENSSL, TP_HTTP_GNUTLS };
 
+/* The Host header was longer than host[]: host holds its end. */
+#define TP_HTTP_HOST_CUT 0x1
+
 /*
- * One HTTP request's outcome. Only the method, the Host header (port cut off) and
- * the status are ever read from the traffic: never the path, other headers or bodies.
+ * The outcome of count requests (count > 1 only for resets of pipelined requests).
+ * Only the method, the Host header (port cut off) and the status are ever read from
+ * the traffic, and the lengths that delimit a response: never the path, other
+ * headers' values or bodies.
  */
 struct tp_http_event {
 	struct tp_event_hdr hdr;
 	__u16 status;
 	__u8 kind;
 	__u8 via;
-	__u32 pad;
+	__u16 count;
+	__u8 flags;
+	__u8 pad;
+	char method[TP_HTTP_METHOD_LEN];
+	char host[TP_HTTP_HOST_LEN];
+};
+
+/*
+ * The HTTP connection table (http_conns): an HTTP connection, a TLS handle in a
+ * process or a plaintext socket (by cookie), and where its response stands. BPF's
+ * state; userspace reads it at a task's end for the requests still waiting.
+ */
+struct tp_http_key {
+	__u64 owner; /* tgid for TLS handles, 0 for sockets */
+	__u64 handle;
+};
+
+struct tp_http_conn {
+	__u32 slot;
+	__u32 gen;
+	__u32 pending;	/* requests sent and not yet answered */
+	__u32 last_seq; /* TCP sequence of the last plaintext request: retransmits once */
+	__u32 rx_next;	/* plaintext: sequence of the next response byte expected, 0 unknown */
+	__u16 status;	/* of the response being read */
+	__u8 via;
+	__u8 h2;
+	__u8 state; /* enum rsp_state (bpf/http.bpf.h) */
+	__u8 match; /* bytes of the token being matched */
+	__u8 hdr;   /* the header being matched: 1 Content-Length, 2 Transfer-Encoding */
+	__u8 rflags;
+	__u8 host_cut; /* Host was longer than host[]: its end is kept */
+	__u8 pad[3];
+	__u16 wpos; /* the window being walked: position and length (rsp_step) */
+	__u16 wlen;
+	__u32 pad2;
+	__u64 left; /* Content-Length being read, then body or chunk bytes still to come */
 	char method[TP_HTTP_METHOD_LEN];
 	char host[TP_HTTP_HOST_LEN];
 };

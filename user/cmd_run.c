@@ -418,6 +418,29 @@ static void reap(struct run_state *st)
 	}
 }
 
+/*
+ * The cgroup empties when its last process has passed cgroup_exit, a moment before that
+ * process is a zombie we can reap. Orphans of the task are our children (subreaper): reap
+ * them before we exit, or they would linger as zombies of init after taskprobe returned.
+ * Bounded, because a process that left the task may still be our child and alive.
+ */
+static void reap_orphans(struct run_state *st)
+{
+	__u64 deadline = tp_now_ns() + 1000000000ULL;
+
+	if (st->action == LEFTOVER_KEPT)
+		return;
+	while (tp_now_ns() < deadline) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+
+		if (pid < 0)
+			return; /* ECHILD: none left */
+		if (pid == 0)
+			usleep(1000);
+	}
+}
+
 static void on_signal(struct run_state *st, const struct signalfd_siginfo *si)
 {
 	int sig = (int)si->ssi_signo;
@@ -937,6 +960,7 @@ static int run_task(struct run_opts *o)
 		tp_err("event loop failed: %s; the figures may be incomplete", strerror(-err));
 	rec.wall_ns = tp_now_ns() - st.start_ns;
 	rec.main_wall_ns = st.main_end_ns - st.start_ns;
+	reap_orphans(&st);
 
 	collector__sync(c);
 	/* What the task wrote and sent before it ended counts, then open phases end. */

@@ -53,6 +53,8 @@ _Static_assert(sizeof(struct tp_dns_event) ==
 	       "ABI: tp_dns_event");
 _Static_assert(sizeof(struct tp_http_event) == 32 + 8 + TP_HTTP_METHOD_LEN + TP_HTTP_HOST_LEN,
 	       "ABI: tp_http_event");
+_Static_assert(sizeof(struct tp_http_conn) == 48 + TP_HTTP_METHOD_LEN + TP_HTTP_HOST_LEN,
+	       "ABI: tp_http_conn");
 
 /* The largest per-CPU value read through percpu_buf. */
 #define PERCPU_VALUE_MAX                                                                           \
@@ -372,9 +374,11 @@ static const struct probe probes[] = {
 	{ LIB_SSL, "SSL_read", true },
 	{ LIB_SSL, "SSL_read_ex", false },
 	{ LIB_SSL, "SSL_read_ex", true },
+	{ LIB_SSL, "SSL_free", false },
 	{ LIB_GNUTLS, "gnutls_record_send", false },
 	{ LIB_GNUTLS, "gnutls_record_recv", false },
 	{ LIB_GNUTLS, "gnutls_record_recv", true },
+	{ LIB_GNUTLS, "gnutls_deinit", false },
 };
 
 static struct bpf_program *probe_prog(struct collector *c, const struct probe *p)
@@ -387,6 +391,10 @@ static struct bpf_program *probe_prog(struct collector *c, const struct probe *p
 		return p->lib == LIB_C ? k->progs.tp_getaddrinfo_ret : k->progs.tp_tls_read_ret;
 	if (p->lib == LIB_C)
 		return k->progs.tp_getaddrinfo;
+	if (!strcmp(p->func, "SSL_free"))
+		return k->progs.tp_ssl_free;
+	if (!strcmp(p->func, "gnutls_deinit"))
+		return k->progs.tp_gnutls_deinit;
 	if (p->lib == LIB_GNUTLS)
 		return strstr(p->func, "send") ? k->progs.tp_gnutls_send : k->progs.tp_gnutls_recv;
 	if (strstr(p->func, "write"))
@@ -914,6 +922,27 @@ static void delete_endpoints(struct collector *c, __u32 slot, __u32 gen)
 	ep_list_free(&l);
 }
 
+/* Requests still waiting on the task's HTTP connections: one walk of the table. */
+static void add_unanswered(struct collector *c, __u32 slot, __u32 gen, struct net_figures *nf)
+{
+	int fd = bpf_map__fd(c->skel->maps.http_conns);
+	struct tp_http_key key, next;
+	struct tp_http_conn hc;
+	char host[TP_HTTP_HOST_LEN];
+	int err = bpf_map_get_next_key(fd, NULL, &next);
+
+	while (!err) {
+		key = next;
+		err = bpf_map_get_next_key(fd, &key, &next);
+		if (bpf_map_lookup_elem(fd, &key, &hc) || hc.slot != slot || hc.gen != gen ||
+		    !hc.pending)
+			continue;
+		memcpy(host, hc.host, sizeof(host));
+		host[sizeof(host) - 1] = '\0';
+		net_figures_add_unanswered(nf, host, hc.host_cut, hc.pending);
+	}
+}
+
 int collector__net(struct collector *c, int slot, const struct http_ports *ports,
 		   struct net_figures *out)
 {
@@ -934,6 +963,8 @@ int collector__net(struct collector *c, int slot, const struct http_ports *ports
 		return err;
 	err = net_figures_build(out, &st, l.keys, l.vals, l.n, &s->net, ports);
 	ep_list_free(&l);
+	if (!err)
+		add_unanswered(c, key, s->gen, out);
 	return err;
 }
 

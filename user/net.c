@@ -16,7 +16,7 @@
 #define TOP_HOSTS 5
 
 const char *const http_failure_names[HTTP_FAIL_KINDS] = { "status_5xx", "status_429", "refused",
-							  "timeout", "reset" };
+							  "timeout",	"reset",      "truncated" };
 const char *const connect_failure_names[TP_CONN_FAILURE_KINDS] = { "refused", "timeout",
 								   "unreachable", "other" };
 
@@ -145,25 +145,46 @@ static struct http_host *host_get(struct http_host **hosts, size_t *n, const cha
 	return h;
 }
 
+/* The host as stored: a cut name is marked, so that nobody takes it for a whole one. */
+static void host_name(char *buf, size_t len, const char *host, bool cut)
+{
+	snprintf(buf, len, "%s%.*s", cut ? NET_HOST_CUT_MARK : "", TP_HTTP_HOST_LEN - 1, host);
+}
+
+void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count)
+{
+	char name[NET_HOST_LEN];
+	struct http_host *h;
+
+	host_name(name, sizeof(name), host, cut);
+	h = host_get(&nf->hosts, &nf->nhosts, name);
+	if (!h)
+		return;
+	h->unanswered += count;
+	h->requests += count;
+}
+
 void net_acc__http(struct net_acc *a, const struct tp_http_event *e)
 {
-	char host[TP_HTTP_HOST_LEN];
+	char raw[TP_HTTP_HOST_LEN], host[NET_HOST_LEN];
+	__u64 n = e->count ? e->count : 1;
 	struct http_host *h;
 
 	if (e->kind == TP_HTTP_H2) {
 		a->h2_connections++;
 		return;
 	}
-	memcpy(host, e->host, sizeof(host));
-	host[sizeof(host) - 1] = '\0';
+	memcpy(raw, e->host, sizeof(raw));
+	raw[sizeof(raw) - 1] = '\0';
+	host_name(host, sizeof(host), raw, e->flags & TP_HTTP_HOST_CUT);
 	h = host_get(&a->hosts, &a->nhosts, host);
 	if (!h)
 		return;
-	if (e->kind == TP_HTTP_RESET) {
-		h->failures[HTTP_FAIL_RESET]++;
+	h->requests += n;
+	if (e->kind == TP_HTTP_RESET || e->kind == TP_HTTP_TRUNCATED) {
+		h->failures[e->kind == TP_HTTP_RESET ? HTTP_FAIL_RESET : HTTP_FAIL_TRUNCATED] += n;
 		return;
 	}
-	h->requests++;
 	h->classes[e->status >= 100 && e->status < 600 ? e->status / 100 : 0]++;
 	if (e->status >= 500)
 		h->failures[HTTP_FAIL_5XX]++;
@@ -316,6 +337,15 @@ void net_figures_fini(struct net_figures *nf)
 	memset(nf, 0, sizeof(*nf));
 }
 
+__u64 net_http_unanswered(const struct net_figures *nf)
+{
+	__u64 n = 0;
+
+	for (size_t i = 0; i < nf->nhosts; i++)
+		n += nf->hosts[i].unanswered;
+	return n;
+}
+
 __u64 net_http_requests(const struct net_figures *nf)
 {
 	__u64 n = 0;
@@ -387,6 +417,7 @@ void net_write_metrics(struct jw *w, const struct net_figures *nf)
 		snprintf(key, sizeof(key), "http.failures.%s", http_failure_names[k]);
 		jw_ku64(w, key, net_http_failures(nf, k));
 	}
+	jw_ku64(w, "http.requests.unanswered", net_http_unanswered(nf));
 	jw_ku64(w, "http.h2_connections", nf->h2_connections);
 }
 
@@ -403,6 +434,7 @@ static void write_host(struct jw *w, const struct http_host *h)
 		if (h->classes[i])
 			jw_ku64(w, cls[i], h->classes[i]);
 	jw_obj_end(w);
+	jw_ku64(w, "unanswered", h->unanswered);
 	jw_ku64(w, "failures", host_failures(h, -1));
 	jw_key(w, "failures_by_kind");
 	jw_obj_begin(w);
@@ -497,8 +529,27 @@ int net_from_json(struct net_figures *nf, const struct json *metrics, const stru
 			d->classes[c] = (__u64)json_num(st, cls[c]);
 		for (int k = 0; k < HTTP_FAIL_KINDS; k++)
 			d->failures[k] = (__u64)json_num(fk, http_failure_names[k]);
+		d->unanswered = (__u64)json_num(h, "unanswered");
 	}
 	return 0;
+}
+
+/* A host name in at most width columns: its end, where the domain is, behind "…". */
+static const char *host_fit(char *buf, size_t width, const char *host)
+{
+	size_t cols = 0, n = strlen(host), start;
+
+	for (size_t i = 0; i < n; i++)
+		cols += ((unsigned char)host[i] & 0xc0) != 0x80;
+	if (cols <= width)
+		return host;
+	start = n;
+	for (size_t kept = 0; start > 0 && kept < width - 1;)
+		kept += ((unsigned char)host[--start] & 0xc0) != 0x80;
+	while (start < n && ((unsigned char)host[start] & 0xc0) == 0x80)
+		start++;
+	snprintf(buf, 200, NET_HOST_CUT_MARK "%s", host + start);
+	return buf;
 }
 
 /* "name (address)" when the task resolved a name to it, else the address. */
@@ -517,6 +568,7 @@ void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
 	const struct tp_net_counters *c = &nf->tcp;
 	char a[32], b[32], label[200];
 	size_t shown = 0;
+	__u64 others = 0;
 
 	if (!net_any(nf))
 		return;
@@ -556,19 +608,26 @@ void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
 	if (shown < nf->neps && all)
 		fprintf(f, "             (%zu more in the JSON record)\n", nf->neps - shown);
 	if (nf->nhosts)
-		fprintf(f, "  http       %6s %5s %5s %5s %6s  %s\n", "REQS", "2xx", "4xx", "5xx",
-			"FAILED", "HOST");
+		fprintf(f, "  http       %5s %4s %4s %4s %4s %5s %6s  %s\n", "REQS", "2xx", "3xx",
+			"4xx", "5xx", "OTHER", "FAILED", "HOST");
 	for (size_t i = 0; i < nf->nhosts && i < TOP_HOSTS; i++) {
 		const struct http_host *h = &nf->hosts[i];
+		__u64 other =
+			h->requests - h->classes[2] - h->classes[3] - h->classes[4] - h->classes[5];
 
-		fprintf(f, "             %6llu %5llu %5llu %5llu %6llu  %.33s\n",
+		others += other;
+		fprintf(f, "             %5llu %4llu %4llu %4llu %4llu %5llu %6llu  %s\n",
 			(unsigned long long)h->requests, (unsigned long long)h->classes[2],
-			(unsigned long long)h->classes[4], (unsigned long long)h->classes[5],
-			(unsigned long long)host_failures(h, -1), h->host);
+			(unsigned long long)h->classes[3], (unsigned long long)h->classes[4],
+			(unsigned long long)h->classes[5], (unsigned long long)other,
+			(unsigned long long)host_failures(h, -1), host_fit(label, 27, h->host));
 	}
 	if (nf->nhosts > TOP_HOSTS)
 		fprintf(f, "             (%zu more hosts in the JSON record)\n",
 			nf->nhosts - TOP_HOSTS);
+	if (others)
+		fprintf(f, "             OTHER: 1xx and other statuses, resets, truncated, "
+			   "unanswered\n");
 	if (nf->h2_connections)
 		fprintf(f, "             %llu HTTP/2 connections: their requests are not decoded\n",
 			(unsigned long long)nf->h2_connections);

@@ -20,7 +20,8 @@ enum http_failure {
 	HTTP_FAIL_429,
 	HTTP_FAIL_REFUSED,
 	HTTP_FAIL_TIMEOUT,
-	HTTP_FAIL_RESET,
+	HTTP_FAIL_RESET,     /* reset or closed before the response's headers ended */
+	HTTP_FAIL_TRUNCATED, /* headers whole, body cut short by a reset or close */
 	HTTP_FAIL_KINDS,
 };
 
@@ -43,11 +44,22 @@ struct net_endpoint {
 	struct tp_net_counters c;
 };
 
+/* A Host longer than the event's field: "…" and the name's end. */
+#define NET_HOST_CUT_MARK "\u2026"
+#define NET_HOST_LEN (TP_HTTP_HOST_LEN + sizeof(NET_HOST_CUT_MARK))
+
+/*
+ * One remote HTTP host. Every request sent has one outcome: a complete response (by
+ * status class), a reset (failures[HTTP_FAIL_RESET]), a truncated response
+ * (failures[HTTP_FAIL_TRUNCATED]), or none yet when the task ended (unanswered).
+ * requests is their sum.
+ */
 struct http_host {
-	char host[TP_HTTP_HOST_LEN];
+	char host[NET_HOST_LEN];
 	__u64 requests;
-	__u64 classes[6]; /* by status / 100: 1xx..5xx; [0] for anything else */
+	__u64 classes[6]; /* complete responses by status / 100: 1xx..5xx; [0] for others */
 	__u64 failures[HTTP_FAIL_KINDS];
+	__u64 unanswered;
 };
 
 struct net_figures {
@@ -75,6 +87,8 @@ struct net_acc {
 };
 
 void net_acc__dns(struct net_acc *a, const struct tp_dns_event *e);
+/* count requests still waiting on host when the task's figures were read. */
+void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count);
 void net_acc__http(struct net_acc *a, const struct tp_http_event *e);
 void net_acc__fini(struct net_acc *a);
 
@@ -87,6 +101,7 @@ int net_figures_build(struct net_figures *nf, const struct tp_net_stats *st,
 		      size_t n, const struct net_acc *acc, const struct http_ports *ports);
 void net_figures_fini(struct net_figures *nf);
 __u64 net_http_requests(const struct net_figures *nf);
+__u64 net_http_unanswered(const struct net_figures *nf);
 __u64 net_http_failures(const struct net_figures *nf, int kind /* -1: all */);
 bool net_any(const struct net_figures *nf);
 

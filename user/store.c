@@ -556,6 +556,9 @@ static int write_net(struct store *s, __s64 tid, const struct net_figures *nf)
 			failed += h->failures[k];
 		}
 		if (!err)
+			err = net_row(s, tid, h->host, "", 0, "http.requests.unanswered",
+				      h->unanswered);
+		if (!err)
 			err = net_row(s, tid, h->host, "", 0, "http.failures", failed);
 	}
 	return err;

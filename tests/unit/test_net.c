@@ -89,7 +89,8 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	e = nf.neps == 2 ? &nf.eps[1] : NULL;
 	ASSERT_TRUE(e && !strcmp(e->names, "b.s3.amazonaws.com,alias.example"), "both names");
 	ASSERT_TRUE(e && e->c.attempts == 3 && e->c.rx_bytes == 15, "counters summed");
-	ASSERT_EQ(net_http_requests(&nf), 3, "requests");
+	/* Every request sent has one outcome: three responses and a reset. */
+	ASSERT_EQ(net_http_requests(&nf), 4, "requests");
 	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_5XX), 1, "5xx");
 	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_429), 1, "429");
 	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_RESET), 1, "reset before a response");
