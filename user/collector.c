@@ -605,7 +605,8 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 					     k->progs.tp_execve_ret,   k->progs.tp_ssl_write,
 					     k->progs.tp_ssl_read,     k->progs.tp_ssl_read_ex,
 					     k->progs.tp_tls_read_ret, k->progs.tp_gnutls_send,
-					     k->progs.tp_gnutls_recv };
+					     k->progs.tp_gnutls_recv,  k->progs.tp_ssl_free,
+					     k->progs.tp_gnutls_deinit };
 
 		for (size_t i = 0; i < ARRAY_SIZE(up); i++)
 			bpf_program__set_expected_attach_type(up[i], 48 /* TRACE_UPROBE_MULTI */);

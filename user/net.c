@@ -430,9 +430,9 @@ static void write_host(struct jw *w, const struct http_host *h)
 	jw_ku64(w, "requests", h->requests);
 	jw_key(w, "status");
 	jw_obj_begin(w);
-	for (int i = 0; i < 6; i++)
-		if (h->classes[i])
-			jw_ku64(w, cls[i], h->classes[i]);
+	for (int i = 1; i < 6; i++)
+		jw_ku64(w, cls[i], h->classes[i]);
+	jw_ku64(w, cls[0], h->classes[0]); /* a status outside 100-599 */
 	jw_obj_end(w);
 	jw_ku64(w, "unanswered", h->unanswered);
 	jw_ku64(w, "failures", host_failures(h, -1));

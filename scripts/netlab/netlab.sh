@@ -19,6 +19,8 @@
 #   10.251.0.5  plain.example.test        http :80
 #   10.251.0.6  closed.s3.amazonaws.com   nothing listens (refused)
 #   10.251.0.7  reset.s3.amazonaws.com    http :80 and https :443 reset mid-response
+#   10.251.0.8  edge.example.test         http :80 and https :443 scripted answers
+#                                         (/case/NAME, logged to DIR/sent.log)
 # and a DNS server at 10.251.0.2:53 (UDP) that answers for these names.
 set -eu
 
@@ -59,7 +61,7 @@ up() {
 	ip -n "${id}c" link set lo up
 	ip -n "${id}s" link set lo up
 	ip -n "${id}c" addr add 10.251.0.1/24 dev "${id}a"
-	for a in 2 3 4 5 6 7; do
+	for a in 2 3 4 5 6 7 8; do
 		ip -n "${id}s" addr add "10.251.0.$a/24" dev "${id}b"
 	done
 	ip -n "${id}c" link set "${id}a" up
@@ -76,7 +78,7 @@ table inet taskprobe_lab {
 }
 NFT
 	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bucket.s3.amazonaws.com \
-		-addext "subjectAltName=DNS:bucket.s3.amazonaws.com,DNS:reset.s3.amazonaws.com" \
+		-addext "subjectAltName=DNS:bucket.s3.amazonaws.com,DNS:reset.s3.amazonaws.com,DNS:edge.example.test" \
 		-keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
 	cat > "$dir/hosts" <<HOSTS
 127.0.0.1 localhost
@@ -86,12 +88,14 @@ NFT
 10.251.0.5 plain.example.test
 10.251.0.6 closed.s3.amazonaws.com
 10.251.0.7 reset.s3.amazonaws.com
+10.251.0.8 edge.example.test
 HOSTS
 	rm -f "$dir/ready"
 	ip netns exec "${id}s" python3 "$here/server.py" --dir "$dir" --statuses "$statuses" \
 		--serve 10.251.0.2:443:https --serve 10.251.0.2:80:http \
 		--serve 10.251.0.5:80:http --serve 10.251.0.7:80:reset \
-		--serve 10.251.0.7:443:resets --serve 10.251.0.2:53:dns > "$dir/server.log" 2>&1 &
+		--serve 10.251.0.7:443:resets --serve 10.251.0.8:80:cases \
+		--serve 10.251.0.8:443:tcases --serve 10.251.0.2:53:dns > "$dir/server.log" 2>&1 &
 	echo $! > "$dir/server.pid"
 	i=0
 	while [ ! -s "$dir/ready" ]; do

@@ -440,3 +440,124 @@ TEST(TIER_E2E, dns_packets_of_a_resolver_without_glibc_name_endpoints)
 		    "the endpoint has the name from the answer");
 	ASSERT_EQ(tu_num(http_host(rec, "plain.example.test"), "requests"), 1, "its request");
 }
+
+/* What the scripted server says it sent (DIR/sent.log): the figures it must give. */
+struct sent {
+	double requests, cls[6], reset, truncated, failures;
+};
+
+static bool read_sent(const char *lab, struct sent *s)
+{
+	char path[600], name[64], outcome[32];
+	int status;
+	FILE *f;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(path, sizeof(path), "%s/sent.log", lab);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (fscanf(f, "%63s %d %31s", name, &status, outcome) == 3) {
+		s->requests++;
+		if (!strcmp(outcome, "reset")) {
+			s->reset++;
+			s->failures++;
+		} else if (!strcmp(outcome, "truncated")) {
+			s->truncated++;
+			s->failures++;
+		} else {
+			s->cls[status >= 100 && status < 600 ? status / 100 : 0]++;
+			s->failures += status >= 500 || status == 429;
+		}
+	}
+	fclose(f);
+	return true;
+}
+
+/*
+ * Interim answers, resets before the headers end, bodies cut short (by Content-Length
+ * and chunked), chunks and headers split across segments, a body until close, a
+ * protocol switch followed by bytes that look like HTTP, HEAD/204/304 on a kept
+ * connection: over plaintext and TLS, the figures are what the server's log says it sent.
+ */
+TEST(TIER_E2E, http_outcomes_are_what_the_server_sent)
+{
+	static const char *const cls[6] = { "other", "1xx", "2xx", "3xx", "4xx", "5xx" };
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json"), *up = tu_tmp("upload");
+	char script[2048], path[600], host[320];
+	const struct json *rec, *h, *res;
+	struct tu_result r;
+	struct sent s;
+
+	if (!lab)
+		return;
+	tu_write_file(up, "a body an S3 PUT would send after 100 Continue\n");
+	snprintf(path, sizeof(path), "%s/sent.log", lab);
+	for (int tls = 0; tls < 2; tls++) {
+		const char *via = tls ? "TLS" : "plaintext";
+
+		unlink(path);
+		snprintf(script, sizeof(script),
+			 "$L curl -s%s -o /dev/null -T %s -H 'Expect: 100-continue'"
+			 " %s://edge.example.test/case/continue503 &&"
+			 " $L /usr/bin/python3 scripts/netlab/client.py %s edge.example.test"
+			 " early resethdr truncrst truncfin chunked chunktrunc splithdr untilclose"
+			 " upgrade head nocontent >/dev/null",
+			 tls ? "k" : "", up, tls ? "https" : "http", tls ? "--tls" : "");
+		rec = run_task(lab, db, json, script, &r);
+		CHECK(r.status == 0, "%s task: status %d", via, r.status);
+		if (!rec || !ASSERT_TRUE(read_sent(lab, &s), "the server's log"))
+			return;
+		ASSERT_EQ(s.requests, 15, "the server answered every case");
+		h = http_host(rec, "edge.example.test");
+		if (!ASSERT_TRUE(h != NULL, "the host has a row"))
+			return;
+		CHECK(tu_num(h, "requests") == s.requests,
+		      "%s: %g requests, the server answered %g", via, tu_num(h, "requests"),
+		      s.requests);
+		for (int c = 1; c < 6; c++)
+			CHECK(status_class(h, cls[c]) == s.cls[c], "%s %s: %g, the server sent %g",
+			      via, cls[c], status_class(h, cls[c]), s.cls[c]);
+		ASSERT_EQ(failure_kind(h, "reset"), s.reset, "reset before the headers ended");
+		ASSERT_EQ(failure_kind(h, "truncated"), s.truncated, "bodies cut short");
+		ASSERT_EQ(tu_num(h, "unanswered"), 0, "none left unanswered");
+		ASSERT_EQ(tu_num(h, "failures"), s.failures, "failures: 5xx, reset, truncated");
+		ASSERT_EQ(tu_metric(rec, "http.failures.truncated"), s.truncated,
+			  "http.failures.truncated");
+		ASSERT_EQ(status_class(h, "1xx") + status_class(h, "2xx") + status_class(h, "3xx") +
+				  status_class(h, "4xx") + status_class(h, "5xx") +
+				  status_class(h, "other") + failure_kind(h, "reset") +
+				  failure_kind(h, "truncated") + tu_num(h, "unanswered"),
+			  tu_num(h, "requests"), "the classes add up to the requests");
+	}
+
+	/* A Host longer than the stored field keeps its end, marked cut. */
+	memset(host, 'a', 280);
+	snprintf(host + 280, sizeof(host) - 280, ".build.example.test");
+	snprintf(script, sizeof(script),
+		 "$L /usr/bin/python3 scripts/netlab/client.py --host %s edge.example.test"
+		 " last >/dev/null",
+		 host);
+	rec = run_task(lab, db, json, script, &r);
+	ASSERT_EQ(r.status, 0, "long-host task");
+	if (!rec)
+		return;
+	h = json_get(json_get(rec, "network"), "http_hosts");
+	h = h ? json_at(h, 0) : NULL;
+	if (!ASSERT_TRUE(h && json_get(h, "host"), "the long host has a row"))
+		return;
+	{
+		const char *got = json_get(h, "host")->str;
+		size_t n = strlen(got);
+
+		CHECK(!strncmp(got, "\xe2\x80\xa6", 3), "'%s' is not marked cut", got);
+		CHECK(n > 22 && !strcmp(got + n - 19, ".build.example.test"),
+		      "'%s' does not keep the end of the name", got);
+		ASSERT_EQ(tu_num(h, "requests"), 1, "its one request");
+	}
+	tu_tp(&r, 30, "count", "http.requests", "--db", db, "--host", "*.build.example.test",
+	      "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(tu_num(res, "sum"), 1, "count --host '*.build.example.test' finds it");
+}
