@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Block-layer programs: I/O operations, bytes and latency, charged to the task whose
- * thread submitted the request. block_io_start runs in the submitter's context
- * (request allocated from its bio), so the request is tagged there and never at
- * completion, whose context is unrelated.
+ * thread submitted the request.
+ *
+ * Bytes and operations are counted where the I/O is submitted, in the submitter's
+ * context: block_io_start for a new request (its first bio), block_bio_{back,front}merge
+ * for a bio joining a request that exists. Completion only measures latency and takes
+ * back the bytes of a request that failed. A completion runs in whatever context the
+ * softirq found (on this machine a few in a thousand were never delivered to the
+ * program, see docs/ARCHITECTURE.md), so nothing that must add up depends on seeing it.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -31,19 +36,120 @@ struct {
 	__type(value, struct tp_request);
 } requests SEC(".maps");
 
+/* The task the current thread belongs to: its own state, or its cgroup's slot. */
+static __always_inline bool current_owner(__u32 *slot, __u32 *gen, bool *by_cgroup)
+{
+	struct tp_thread *th = tp_thread_get(bpf_get_current_task_btf());
+	struct tp_cgroup_info *ci;
+	__u32 *cur;
+
+	if (th) {
+		*slot = th->slot;
+		*gen = th->gen;
+		*by_cgroup = false;
+	} else {
+		/* A thread of the task not adopted yet (no storage): its cgroup says. */
+		ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+		if (!ci)
+			return false;
+		*slot = ci->slot;
+		*gen = ci->gen;
+		*by_cgroup = true;
+	}
+	cur = bpf_map_lookup_elem(&slot_gen, slot);
+	return cur && *cur == *gen;
+}
+
+static __always_inline void count_bytes(struct tp_io_stats *st, __u32 op, __s64 bytes)
+{
+	if (op == REQ_OP_READ)
+		st->read_bytes += bytes;
+	else if (op == REQ_OP_WRITE)
+		st->write_bytes += bytes;
+}
+
+/*
+ * Bytes of I/O the current thread submits, charged to its task: the task's figures, or
+ * NULL when it is not a task's or carries no data of one (flushes, discards).
+ */
+static __always_inline struct tp_io_stats *charge_submitter(__u32 op, __u32 bytes, __u32 *slot,
+							    __u32 *gen, bool *by_cgroup)
+{
+	struct tp_io_stats *st;
+
+	if (!bytes || (op != REQ_OP_READ && op != REQ_OP_WRITE))
+		return NULL;
+	if (!current_owner(slot, gen, by_cgroup))
+		return NULL;
+	st = bpf_map_lookup_elem(&io_stats, slot);
+	if (st)
+		count_bytes(st, op, bytes);
+	return st;
+}
+
+/*
+ * A bio joining a request that already exists (plugged, or queued in the scheduler,
+ * maybe another task's): its bytes are its submitter's. It is no operation of its own.
+ */
+static __always_inline int bio_merged(struct bio *bio)
+{
+	struct tp_io_stats *st;
+	bool by_cgroup;
+	__u32 slot, gen;
+
+	st = charge_submitter(bio->bi_opf & REQ_OP_MASK, bio->bi_iter.bi_size, &slot, &gen,
+			      &by_cgroup);
+	if (st)
+		st->merged_bios++;
+	return 0;
+}
+
+SEC("tp_btf/block_bio_backmerge")
+int BPF_PROG(tp_block_bio_backmerge, struct bio *bio)
+{
+	return bio_merged(bio);
+}
+
+SEC("tp_btf/block_bio_frontmerge")
+int BPF_PROG(tp_block_bio_frontmerge, struct bio *bio)
+{
+	return bio_merged(bio);
+}
+
+/*
+ * A request merged into another is freed with no completion of its own; what it
+ * carried was counted when it started. Forget it, or its address, reused, would be
+ * taken for it.
+ */
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(tp_block_rq_merge, struct request *next)
+{
+	__u64 key = (__u64)next;
+
+	bpf_map_delete_elem(&requests, &key);
+	return 0;
+}
+
+/* A new request from its first bio, in the submitter's context. */
 SEC("tp_btf/block_io_start")
 int BPF_PROG(tp_block_io_start, struct request *rq)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
+	__u32 op = rq->cmd_flags & REQ_OP_MASK, bytes = rq->__data_len, slot, gen;
 	struct tp_request r = {};
-	struct tp_thread *th;
+	struct tp_io_stats *st;
 	__u64 key = (__u64)rq;
+	bool by_cgroup;
 
-	th = tp_thread_get(cur);
-	if (!th)
+	st = charge_submitter(op, bytes, &slot, &gen, &by_cgroup);
+	if (!st)
 		return 0;
-	r.slot = th->slot;
-	r.gen = th->gen;
+	if (op == REQ_OP_READ)
+		st->read_ops++;
+	else
+		st->write_ops++;
+	st->cgroup_tagged += by_cgroup;
+	r.slot = slot;
+	r.gen = gen;
 	bpf_map_update_elem(&requests, &key, &r, BPF_ANY);
 	return 0;
 }
@@ -59,31 +165,32 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	return 0;
 }
 
+/*
+ * A request may complete in parts (blk_update_request with fewer bytes than remain);
+ * it is done at its last part or at an error, whose bytes never moved. Latency runs
+ * from the issue to the last part.
+ */
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq, delta;
 	struct tp_io_stats *st;
 	struct tp_request *r;
-	__u32 op, slot, *gen;
+	__u32 slot, *gen;
 
 	r = bpf_map_lookup_elem(&requests, &key);
 	if (!r)
+		return 0;
+	if (!error && nr_bytes < rq->__data_len)
 		return 0;
 	slot = r->slot;
 	gen = bpf_map_lookup_elem(&slot_gen, &slot);
 	st = bpf_map_lookup_elem(&io_stats, &slot);
 	if (!gen || *gen != r->gen || !st)
 		goto out;
-	op = rq->cmd_flags & REQ_OP_MASK;
-	if (op == REQ_OP_READ) {
-		st->read_ops++;
-		st->read_bytes += nr_bytes;
-	} else if (op == REQ_OP_WRITE) {
-		st->write_ops++;
-		st->write_bytes += nr_bytes;
-	}
-	if (r->issue_ns) {
+	if (error) {
+		count_bytes(st, rq->cmd_flags & REQ_OP_MASK, -(__s64)rq->__data_len);
+	} else if (r->issue_ns) {
 		delta = bpf_ktime_get_ns() - r->issue_ns;
 		st->lat_count++;
 		st->lat_sum_ns += delta;

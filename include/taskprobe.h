@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 4
+#define TP_ABI_VERSION 5
 
 /* Tasks tracked at once by one collector (slots in the per-task maps). */
 #define TP_MAX_TASKS 1024
@@ -56,6 +56,8 @@ struct tp_io_stats {
 	__u64 lat_count;
 	__u64 lat_sum_ns;
 	__u64 lat_hist[TP_HIST_SLOTS];
+	__u64 cgroup_tagged; /* requests tagged by the submitter's cgroup: no thread state */
+	__u64 merged_bios;   /* bios merged into a request that existed: counted at the merge */
 };
 
 /*

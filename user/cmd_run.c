@@ -986,6 +986,7 @@ static int run_task(struct run_opts *o)
 	progs = collector__programs(c, slot, &nprogs);
 	task_set_programs(&rec, progs, nprogs);
 	rec.lost_total = collector__lost_total(c);
+	rec.skipped_runs = collector__skipped_runs(c);
 	err = cgroup_read_cpu_stat(st.cgroup, &rec.cpu_stat);
 	rec.have_cpu_stat = !err;
 	/* Removed from outside (its processes moved away first): what was read is kept. */

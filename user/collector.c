@@ -38,7 +38,7 @@ _Static_assert(sizeof(struct tp_exit_event) == 32 + 16 + TP_COMM_LEN, "ABI: tp_e
 _Static_assert(sizeof(struct tp_fork_event) == 40, "ABI: tp_fork_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (3 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
 _Static_assert(sizeof(struct tp_proc_stats) == 10 * 8, "ABI: tp_proc_stats");
-_Static_assert(sizeof(struct tp_io_stats) == (6 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
+_Static_assert(sizeof(struct tp_io_stats) == (8 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
 _Static_assert(sizeof(struct tp_net_counters) == (8 + TP_CONN_FAILURE_KINDS) * 8,
@@ -1056,6 +1056,8 @@ static int read_io_mem(struct collector *c, __u32 key, struct task_figures *out)
 		out->io_write_ops += io[cpu].write_ops;
 		out->io_blk_read_bytes += io[cpu].read_bytes;
 		out->io_blk_write_bytes += io[cpu].write_bytes;
+		out->io_cgroup_tagged += io[cpu].cgroup_tagged;
+		out->io_merged_bios += io[cpu].merged_bios;
 		out->io_latency.count += io[cpu].lat_count;
 		out->io_latency.sum += io[cpu].lat_sum_ns;
 		for (int i = 0; i < TP_HIST_SLOTS; i++)
@@ -1137,6 +1139,23 @@ int collector__probed_libs(const struct collector *c, const char *name)
 	for (int i = 0; i < c->nlibs; i++)
 		n += !strcmp(lib_names[c->libs[i].kind], name);
 	return n;
+}
+
+__u64 collector__skipped_runs(struct collector *c)
+{
+	struct bpf_program *prog;
+	__u64 total = 0;
+
+	bpf_object__for_each_program(prog, c->skel->obj)
+	{
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			total += info.recursion_misses;
+	}
+	return total;
 }
 
 __u64 collector__lost_total(struct collector *c)

@@ -50,6 +50,8 @@ struct task_figures {
 	__u64 io_write_ops;
 	__u64 io_blk_read_bytes;
 	__u64 io_blk_write_bytes;
+	__u64 io_cgroup_tagged; /* requests tagged by cgroup: the thread had no state yet */
+	__u64 io_merged_bios;	/* bios merged into existing requests (their bytes counted) */
 	struct tp_hist io_latency;
 	/* task->ioac of exited threads (/proc/PID/io): bytes charged to their causer */
 	struct tp_ioac_stats ioac;
@@ -112,5 +114,10 @@ int collector__probed_libs(const struct collector *c, const char *name);
 
 /* Events no task could take (full ring buffer), over the collector's life. */
 __u64 collector__lost_total(struct collector *c);
+/*
+ * Runs of the collector's programs the kernel skipped since load (a program fired while
+ * it was already running on that CPU, as a completion interrupting a completion).
+ */
+__u64 collector__skipped_runs(struct collector *c);
 
 #endif /* TP_COLLECTOR_H */

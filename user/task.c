@@ -296,6 +296,11 @@ void task_print_summary(FILE *f, const struct task_record *t)
 			(unsigned long long)(g->lost_events ? g->lost_events : t->lost_total));
 	else
 		fprintf(f, "  lost       0 events\n");
+	if (t->skipped_runs)
+		fprintf(f,
+			"  WARNING    %llu probe runs skipped by the kernel (nested on a CPU);\n"
+			"             figures may be short\n",
+			(unsigned long long)t->skipped_runs);
 }
 
 static void write_hist(struct jw *w, const char *name, const struct tp_hist *h, const char *unit)
@@ -420,7 +425,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_kstr(w, "cpu.runq_latency", "bpf:sched_switch,sched_info");
 	jw_kstr(w, "io.read_bytes", "bpf:task ioac at thread exit");
 	jw_kstr(w, "io.write_bytes", "bpf:task ioac at thread exit");
-	jw_kstr(w, "io.ops", "bpf:block_io_start,block_rq_complete");
+	jw_kstr(w, "io.ops", "bpf:block_io_start,block_bio_backmerge");
 	jw_kstr(w, "mem.peak_bytes", mem_src);
 	jw_kstr(w, "net.tcp",
 		"bpf:inet_sock_set_state,tcp_receive_reset,tcp_send_reset,"
@@ -531,6 +536,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_kstr(w, "version", TP_VERSION);
 	jw_ku64(w, "abi", TP_ABI_VERSION);
 	jw_ku64(w, "lost_events_total", t->lost_total);
+	jw_ku64(w, "skipped_runs", t->skipped_runs);
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
@@ -694,6 +700,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 		return -ENOMEM;
 	hist_from_json(&t->net.connect_latency, json_get(hists, "net.tcp.connect_latency"));
 	t->lost_total = (__u64)json_num(json_get(j, "collector"), "lost_events_total");
+	t->skipped_runs = (__u64)json_num(json_get(j, "collector"), "skipped_runs");
 	if (phases_from_json(t, json_get(j, "phases")))
 		return -ENOMEM;
 	n = json_len(progs);

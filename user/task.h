@@ -76,6 +76,7 @@ struct task_record {
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;
+	__u64 skipped_runs; /* BPF program runs the kernel skipped (recursion), host-wide */
 };
 
 /* mem.peak_bytes and where it came from. */

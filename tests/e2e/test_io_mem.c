@@ -25,7 +25,7 @@ static const struct json *run_task(const char *name, const char *script)
 	return tu_load_json(json);
 }
 
-TEST(TIER_E2E, direct_io_bytes_within_2_percent)
+TEST(TIER_E2E, direct_io_block_bytes_exact)
 {
 	char file[512], script[1024];
 	const struct json *w, *r;
@@ -40,14 +40,19 @@ TEST(TIER_E2E, direct_io_bytes_within_2_percent)
 	if (!w || !r)
 		return;
 	ASSERT_NEAR(tu_metric(w, "io.write_bytes"), 64 * MIB, 0.02, "direct write bytes");
-	ASSERT_NEAR(tu_metric(w, "io.blk_write_bytes"), 64 * MIB, 0.02, "block-layer write bytes");
-	ASSERT_NEAR(tu_metric(r, "io.read_bytes"), 64 * MIB, 0.02, "direct read bytes");
+	/* Block requests, counted at submission: exactly dd's, and every byte read. */
+	ASSERT_EQ(tu_metric(w, "io.blk_write_bytes"), 64 * MIB, "block-layer write bytes");
+	ASSERT_EQ(tu_metric(r, "io.blk_read_bytes"), tu_metric(r, "io.read_bytes"),
+		  "block-layer read bytes = the task's ioac");
 	ASSERT_NEAR(tu_metric(r, "io.blk_read_bytes"), 64 * MIB, 0.02, "block-layer read bytes");
 	ASSERT_GE(tu_metric(w, "io.write_ops"), 64, "write requests (at most 1 MiB each)");
 	ASSERT_GE(tu_metric(r, "io.read_ops"), 64, "read requests");
-	ASSERT_EQ(tu_num(json_get(json_get(w, "histograms"), "io.latency"), "count"),
+	/* A completion may never reach the program (docs/ARCHITECTURE.md): latency only. */
+	ASSERT_LE(tu_num(json_get(json_get(w, "histograms"), "io.latency"), "count"),
 		  tu_metric(w, "io.write_ops") + tu_metric(w, "io.read_ops"),
-		  "one latency per request");
+		  "at most one latency per request");
+	ASSERT_GE(tu_num(json_get(json_get(w, "histograms"), "io.latency"), "count"),
+		  tu_metric(w, "io.write_ops") / 2, "latency samples");
 }
 
 TEST(TIER_E2E, buffered_write_charged_to_writer)
