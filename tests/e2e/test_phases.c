@@ -85,6 +85,28 @@ TEST(TIER_E2E, phases_get_their_own_figures)
 	ASSERT_FALSE(json_get(build, "unfinished")->b, "build ended normally");
 }
 
+/* A phase name too long for the summary's column is cut, and shows it: it ends in "…". */
+TEST(TIER_E2E, long_phase_name_cut_with_an_ellipsis)
+{
+	static const char name[] = "upload-artifacts-to-the-bucket", shrt[] = "short-one";
+	char script[1024], want[64];
+	struct tu_result r;
+
+	snprintf(
+		script, sizeof(script),
+		"T=%s; $T phase begin %s && $T phase end %s && $T phase begin %s && $T phase end %s",
+		tu_bin(), name, name, shrt, shrt);
+	tu_tp(&r, 60, "run", "--id", "cut-phase", "--no-db", "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	/* Two spaces of indent for a top-level phase, 18 of its 30 characters, the mark. */
+	snprintf(want, sizeof(want), "  %.18s\u2026 ", name);
+	ASSERT_TRUE(strstr(r.err, want) != NULL, "the cut name ends in an ellipsis");
+	ASSERT_TRUE(strstr(r.err, name) == NULL, "the whole name does not fit");
+	snprintf(want, sizeof(want), "  %s ", shrt);
+	ASSERT_TRUE(strstr(r.err, want) != NULL, "a name that fits is whole");
+	ASSERT_TRUE(strstr(r.err, "short-one\u2026") == NULL, "and has no mark");
+}
+
 TEST(TIER_E2E, socket_counts_10000_exactly)
 {
 	const char *json = tu_tmp("task.json");
