@@ -80,6 +80,8 @@ struct slot {
 	__u64 events;
 	struct net_acc net;
 	struct bpf_link *skb_links[2]; /* plaintext HTTP: the task cgroup's packets */
+	collector_exec_fn exec_fn;     /* the task's own subscriber, or NULL */
+	void *exec_ctx;
 };
 
 enum lib_kind { LIB_C, LIB_SSL, LIB_GNUTLS, LIB_KINDS };
@@ -107,8 +109,6 @@ struct collector {
 	void *percpu_buf; /* ncpus values of the largest per-CPU map */
 	__u32 next_gen;
 	__u64 stale_events;
-	collector_exec_fn exec_fn;
-	void *exec_ctx;
 	struct lib_copy libs[MAX_LIBS];
 	int nlibs;
 	struct bpf_link **links; /* uprobes, one per function (perf events) */
@@ -256,8 +256,8 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 	pi->execd = 1;
 	pi->base_runtime = e->runtime_ns;
 	queue_lib_scan(c, (int)e->hdr.tgid);
-	if (c->exec_fn)
-		c->exec_fn(c->exec_ctx, slot, path, e->args,
+	if (s->exec_fn)
+		s->exec_fn(s->exec_ctx, path, e->args,
 			   e->args_len < TP_ARGS_LEN ? e->args_len : TP_ARGS_LEN,
 			   e->args_flags & TP_EXEC_ARGS_TRUNCATED);
 }
@@ -352,10 +352,13 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-void collector__on_exec(struct collector *c, collector_exec_fn fn, void *ctx)
+int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void *ctx)
 {
-	c->exec_fn = fn;
-	c->exec_ctx = ctx;
+	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+		return -EINVAL;
+	c->slots[slot].exec_fn = fn;
+	c->slots[slot].exec_ctx = ctx;
+	return 0;
 }
 
 struct probe {
@@ -559,10 +562,8 @@ static void attach_host_libs(struct collector *c)
 		}
 }
 
-static void run_lib_scans(struct collector *c)
+void collector__tick(struct collector *c, __u64 now)
 {
-	__u64 now = mono_ns();
-
 	for (int i = 0; i < c->nscans;) {
 		struct lib_scan *s = &c->scans[i];
 
@@ -1018,8 +1019,6 @@ int collector__poll(struct collector *c, int timeout_ms)
 	 */
 	if (n >= 0)
 		n = ring_buffer__consume(c->rb);
-	if (c->nscans)
-		run_lib_scans(c);
 	if (n == -EINTR)
 		return 0;
 	return n < 0 ? n : 0;

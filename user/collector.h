@@ -62,9 +62,10 @@ struct task_figures {
 };
 
 /* Called for each exec of a tracked task as events are drained (args: NUL-separated). */
-typedef void (*collector_exec_fn)(void *ctx, int slot, const char *path, const char *args,
-				  size_t args_len, bool truncated);
-void collector__on_exec(struct collector *c, collector_exec_fn fn, void *ctx);
+typedef void (*collector_exec_fn)(void *ctx, const char *path, const char *args, size_t args_len,
+				  bool truncated);
+/* The task in slot gets its execs (one subscriber per task); 0 or -EINVAL. */
+int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void *ctx);
 
 /* Loads and attaches; NULL with errno set (EPERM: no BPF permission, ENOENT: no BTF). */
 struct collector *collector__open(const struct collector_opts *opts);
@@ -85,6 +86,11 @@ int collector__untrack(struct collector *c, int slot);
 int collector__epoll_fd(const struct collector *c);
 /* Drains waiting events into the aggregates; waits up to timeout_ms for the first. */
 int collector__poll(struct collector *c, int timeout_ms);
+/*
+ * What is due by time (now: CLOCK_MONOTONIC ns): the library scans of processes that
+ * just exec'd, repeated as their libraries load. The event loop's tick calls it.
+ */
+void collector__tick(struct collector *c, __u64 now);
 /*
  * Makes every figure of threads that already exited final: each CPU is made to
  * switch once (a dying thread's last slice is counted at its last switch), then the
