@@ -215,168 +215,88 @@ static struct store *open_db(const struct qopts *q)
 	return store__open(q->db ? q->db : env && *env ? env : cfg.db, false, cfg.db_gid);
 }
 
-/* Adds " AND EXISTS(label = value)" for each filter; binds from index *i on. */
-static void filter_sql(char *sql, size_t len, const char *task_col, int n)
+static void to_filter(const struct qopts *q, struct store_filter *f)
 {
-	for (int k = 0; k < n; k++) {
-		size_t used = strlen(sql);
-
-		snprintf(sql + used, len - used,
-			 " AND EXISTS (SELECT 1 FROM labels f WHERE f.task = %s AND f.key = ? AND "
-			 "f.value = ?)",
-			 task_col);
-	}
+	memset(f, 0, sizeof(*f));
+	f->since_ns = q->have_since ? (__s64)(tp_realtime_ns() - q->since_ns) : 0;
+	f->labels = q->filters;
+	f->nlabels = q->nfilters;
+	f->status = q->status;
 }
 
-static int bind_filters(sqlite3_stmt *st, int i, const struct qopts *q)
-{
-	for (int k = 0; k < q->nfilters; k++) {
-		sqlite3_bind_text(st, i++, q->filters[k].key, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, i++, q->filters[k].val, -1, SQLITE_STATIC);
-	}
-	return i;
-}
+struct list_out {
+	bool json;
+	struct jw w;
+};
 
-static __s64 since_cutoff(const struct qopts *q)
+static int list_task(void *ctx, const struct store_task_row *r)
 {
-	return q->have_since ? (__s64)(tp_realtime_ns() - q->since_ns) : 0;
+	struct list_out *lo = ctx;
+	char when[40], wall[32], cpu[32], mem[32];
+	struct jw *w = &lo->w;
+
+	tp_fmt_time(when, sizeof(when), r->start_ns);
+	if (lo->json) {
+		jw_obj_begin(w);
+		jw_kstr(w, "id", r->id);
+		jw_kstr(w, "status", r->status);
+		jw_kstr(w, "start", when);
+		jw_ku64(w, "start_ns", r->start_ns);
+		jw_key(w, "wall_ns");
+		r->ended ? jw_u64(w, r->wall_ns) : jw_null(w);
+		jw_key(w, "exit_status");
+		r->ended ? jw_i64(w, r->exit_status) : jw_null(w);
+		jw_key(w, "cpu.time_ns");
+		r->ended ? jw_u64(w, (__u64)r->cpu_ns) : jw_null(w);
+		jw_kstr(w, "command", r->command);
+		jw_obj_end(w);
+		return 0;
+	}
+	/* "MM-DD HH:MM:SS": the year is rarely news, and the line stays in 80 columns. */
+	when[10] = ' ';
+	when[19] = '\0';
+	printf("%-25.25s %-11s %-14s %8s %8s %9s\n", r->id, r->status, when + 5,
+	       r->ended ? tp_fmt_dur(wall, sizeof(wall), r->wall_ns) : "-",
+	       r->ended ? tp_fmt_dur(cpu, sizeof(cpu), (__u64)r->cpu_ns) : "-",
+	       r->ended ? tp_fmt_bytes(mem, sizeof(mem), (__u64)r->peak_mem_bytes) : "-");
+	return 0;
 }
 
 int cmd_list(int argc, char **argv)
 {
-	char sql[4096], when[40], wall[32], cpu[32], mem[32];
+	struct list_out lo = { 0 };
+	struct store_filter f;
 	struct qopts q;
-	sqlite3_stmt *st;
 	struct store *s;
-	struct jw w;
-	long shown = 0;
-	int rc = parse_query(argc, argv, "since label status limit", 0, 0, list_usage, &q), step;
+	int rc = parse_query(argc, argv, "since label status limit", 0, 0, list_usage, &q);
 
 	if (rc)
 		return rc > 0 ? 0 : EXIT_USAGE;
 	s = open_db(&q);
 	if (!s)
 		return EXIT_RUNTIME;
-	snprintf(sql, sizeof(sql),
-		 "SELECT t.id, t.status, t.lock, t.start_ns, t.wall_ns, t.exit_status, t.command,"
-		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'cpu.time_ns'),"
-		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'mem.peak_bytes')"
-		 " FROM tasks t WHERE t.start_ns >= ?");
-	filter_sql(sql, sizeof(sql), "t.tid", q.nfilters);
-	strncat(sql, " ORDER BY t.start_ns DESC, t.tid DESC", sizeof(sql) - strlen(sql) - 1);
-	if (store__prepare(s, sql, &st)) {
-		store__close(s);
-		return EXIT_RUNTIME;
-	}
-	sqlite3_bind_int64(st, 1, since_cutoff(&q));
-	bind_filters(st, 2, &q);
+	lo.json = q.json;
 	if (q.json) {
-		jw_init(&w, stdout, true);
-		jw_arr_begin(&w);
+		jw_init(&lo.w, stdout, true);
+		jw_arr_begin(&lo.w);
 	} else {
 		printf("%-25s %-11s %-14s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL",
 		       "CPU", "PEAK MEM");
 	}
-	while (shown < q.limit && (step = store__step(s, st)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(st, 0);
-		const char *status = store__live_status((const char *)sqlite3_column_text(st, 1),
-							(const char *)sqlite3_column_text(st, 2));
-		__u64 start = (__u64)sqlite3_column_int64(st, 3);
-		bool ended = sqlite3_column_type(st, 4) != SQLITE_NULL;
-
-		if (q.status && strcmp(q.status, status))
-			continue;
-		shown++;
-		tp_fmt_time(when, sizeof(when), start);
-		if (q.json) {
-			jw_obj_begin(&w);
-			jw_kstr(&w, "id", id);
-			jw_kstr(&w, "status", status);
-			jw_kstr(&w, "start", when);
-			jw_ku64(&w, "start_ns", start);
-			jw_key(&w, "wall_ns");
-			ended ? jw_u64(&w, (__u64)sqlite3_column_int64(st, 4)) : jw_null(&w);
-			jw_key(&w, "exit_status");
-			ended ? jw_i64(&w, sqlite3_column_int64(st, 5)) : jw_null(&w);
-			jw_key(&w, "cpu.time_ns");
-			ended ? jw_u64(&w, (__u64)sqlite3_column_double(st, 7)) : jw_null(&w);
-			jw_kstr(&w, "command", (const char *)sqlite3_column_text(st, 6));
-			jw_obj_end(&w);
-			continue;
-		}
-		/* "MM-DD HH:MM:SS": the year is rarely news, and the line stays in 80 columns. */
-		when[10] = ' ';
-		when[19] = '\0';
-		printf("%-25.25s %-11s %-14s %8s %8s %9s\n", id, status, when + 5,
-		       ended ? tp_fmt_dur(wall, sizeof(wall), (__u64)sqlite3_column_int64(st, 4))
-			     : "-",
-		       ended ? tp_fmt_dur(cpu, sizeof(cpu), (__u64)sqlite3_column_double(st, 7))
-			     : "-",
-		       ended ? tp_fmt_bytes(mem, sizeof(mem), (__u64)sqlite3_column_double(st, 8))
-			     : "-");
-	}
+	to_filter(&q, &f);
+	rc = store__list(s, &f, q.limit, list_task, &lo);
 	if (q.json)
-		jw_arr_end(&w);
-	sqlite3_finalize(st);
+		jw_arr_end(&lo.w);
 	store__close(s);
-	return step < 0 ? EXIT_RUNTIME : 0;
+	return rc < 0 ? EXIT_RUNTIME : 0;
 }
-
-/* The newest stored task with this id: its tid, status (live) and record, or -ENOENT. */
-static int find_task(struct store *s, const char *id, __s64 *tid, char *status, size_t slen,
-		     char **record, __u64 *wall_ns)
-{
-	sqlite3_stmt *st;
-	int err = -ENOENT;
-
-	if (store__prepare(
-		    s,
-		    "SELECT tid, status, lock, record, wall_ns, start_ns FROM tasks WHERE id = ? "
-		    "ORDER BY start_ns DESC, tid DESC LIMIT 1",
-		    &st))
-		return -EIO;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	switch (store__step(s, st)) {
-	case SQLITE_DONE:
-		break;
-	case SQLITE_ROW: {
-		const char *rec = (const char *)sqlite3_column_text(st, 3);
-
-		*tid = sqlite3_column_int64(st, 0);
-		snprintf(status, slen, "%s",
-			 store__live_status((const char *)sqlite3_column_text(st, 1),
-					    (const char *)sqlite3_column_text(st, 2)));
-		*record = rec ? strdup(rec) : NULL;
-		/* A task without an end: its life so far. */
-		*wall_ns = sqlite3_column_type(st, 4) != SQLITE_NULL
-				   ? (__u64)sqlite3_column_int64(st, 4)
-				   : tp_realtime_ns() - (__u64)sqlite3_column_int64(st, 5);
-		err = 0;
-		break;
-	}
-	default:
-		err = -EIO;
-	}
-	sqlite3_finalize(st);
-	if (err == -ENOENT)
-		tp_err("no stored task '%s'; 'taskprobe list' shows them", id);
-	return err;
-}
-
-/* A stored task named on the command line. */
-struct task_ref {
-	__s64 tid;
-	char status[32];
-	char *record; /* NULL until the task ended */
-	__u64 wall_ns;
-};
 
 /*
  * The preamble of every per-task command: options, database, task. NULL when the
  * command ends here, with its exit status in *ret (0 after --help).
  */
 static struct store *open_task(int argc, char **argv, const char *allowed, int max_args,
-			       const char *usage, struct qopts *q, struct task_ref *t, int *ret)
+			       const char *usage, struct qopts *q, struct store_task *t, int *ret)
 {
 	int rc = parse_query(argc, argv, allowed, 1, max_args, usage, q);
 	struct store *s;
@@ -386,8 +306,12 @@ static struct store *open_task(int argc, char **argv, const char *allowed, int m
 	if (rc)
 		return NULL;
 	s = open_db(q);
-	if (s && find_task(s, q->args[0], &t->tid, t->status, sizeof(t->status), &t->record,
-			   &t->wall_ns)) {
+	if (!s)
+		return NULL;
+	rc = store__find(s, q->args[0], t);
+	if (rc == -ENOENT)
+		tp_err("no stored task '%s'; 'taskprobe list' shows them", q->args[0]);
+	if (rc) {
 		store__close(s);
 		s = NULL;
 	}
@@ -398,7 +322,7 @@ int cmd_show(int argc, char **argv)
 {
 	struct task_record t;
 	struct json *j = NULL;
-	struct task_ref ref;
+	struct store_task ref;
 	struct qopts q;
 	struct store *s;
 	int ret;
@@ -461,72 +385,66 @@ static const char *hist_name(const char *name)
 	return name;
 }
 
+struct hist_out {
+	bool json;
+	struct jw w;
+	int found;
+};
+
+static int hist_one(void *ctx, const struct store_hist_row *r)
+{
+	struct hist_out *ho = ctx;
+	struct jw *w = &ho->w;
+	char a[32], b[32];
+
+	ho->found++;
+	if (ho->json) {
+		jw_key(w, r->name);
+		jw_obj_begin(w);
+		jw_kstr(w, "unit", r->unit);
+		jw_ku64(w, "count", r->h.count);
+		jw_ku64(w, "sum", r->h.sum);
+		jw_ku64(w, "p50", hist_quantile(&r->h, 0.5));
+		jw_ku64(w, "p99", hist_quantile(&r->h, 0.99));
+		jw_key(w, "slots");
+		jw_arr_begin(w);
+		for (int i = 0; i < TP_HIST_SLOTS; i++)
+			jw_u64(w, r->h.slots[i]);
+		jw_arr_end(w);
+		jw_obj_end(w);
+		return 0;
+	}
+	printf("%s: %llu values, p50 %s, p99 %s\n", r->name, (unsigned long long)r->h.count,
+	       tp_fmt_dur(a, sizeof(a), hist_quantile(&r->h, 0.5)),
+	       tp_fmt_dur(b, sizeof(b), hist_quantile(&r->h, 0.99)));
+	hist_print(stdout, &r->h, 1, "nsecs");
+	return 0;
+}
+
 int cmd_hist(int argc, char **argv)
 {
-	const char *want;
-	char a[32], b[32];
-	struct task_ref ref;
+	struct hist_out ho = { 0 };
+	struct store_task ref;
 	struct qopts q;
-	sqlite3_stmt *st;
 	struct store *s;
-	struct jw w;
-	int ret, found = 0, step;
+	int ret, err;
 
 	s = open_task(argc, argv, "", 2, hist_usage, &q, &ref, &ret);
 	if (!s)
 		return ret;
 	ret = EXIT_RUNTIME;
-	if (store__prepare(
-		    s,
-		    "SELECT name, unit, count, sum, slots FROM histograms WHERE task = ? AND "
-		    "(? IS NULL OR name = ?) ORDER BY name",
-		    &st))
-		goto out;
-	want = hist_name(q.nargs > 1 ? q.args[1] : NULL);
-	sqlite3_bind_int64(st, 1, ref.tid);
-	sqlite3_bind_text(st, 2, want, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, want, -1, SQLITE_STATIC);
+	ho.json = q.json;
 	if (q.json) {
-		jw_init(&w, stdout, true);
-		jw_obj_begin(&w);
+		jw_init(&ho.w, stdout, true);
+		jw_obj_begin(&ho.w);
 	}
-	while ((step = store__step(s, st)) == SQLITE_ROW) {
-		struct tp_hist h = { 0 };
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		int len = sqlite3_column_bytes(st, 4);
-
-		found++;
-		h.count = (__u64)sqlite3_column_int64(st, 2);
-		h.sum = (__u64)sqlite3_column_int64(st, 3);
-		if (len == (int)sizeof(h.slots))
-			memcpy(h.slots, sqlite3_column_blob(st, 4), sizeof(h.slots));
-		if (q.json) {
-			jw_key(&w, name);
-			jw_obj_begin(&w);
-			jw_kstr(&w, "unit", (const char *)sqlite3_column_text(st, 1));
-			jw_ku64(&w, "count", h.count);
-			jw_ku64(&w, "sum", h.sum);
-			jw_ku64(&w, "p50", hist_quantile(&h, 0.5));
-			jw_ku64(&w, "p99", hist_quantile(&h, 0.99));
-			jw_key(&w, "slots");
-			jw_arr_begin(&w);
-			for (int i = 0; i < TP_HIST_SLOTS; i++)
-				jw_u64(&w, h.slots[i]);
-			jw_arr_end(&w);
-			jw_obj_end(&w);
-			continue;
-		}
-		printf("%s: %llu values, p50 %s, p99 %s\n", name, (unsigned long long)h.count,
-		       tp_fmt_dur(a, sizeof(a), hist_quantile(&h, 0.5)),
-		       tp_fmt_dur(b, sizeof(b), hist_quantile(&h, 0.99)));
-		hist_print(stdout, &h, 1, "nsecs");
-	}
+	err = store__histograms(s, ref.tid, hist_name(q.nargs > 1 ? q.args[1] : NULL), hist_one,
+				&ho);
 	if (q.json)
-		jw_obj_end(&w);
-	sqlite3_finalize(st);
-	if (step < 0)
+		jw_obj_end(&ho.w);
+	if (err)
 		goto out;
-	if (!found && q.nargs > 1) {
+	if (!ho.found && q.nargs > 1) {
 		tp_err("task '%s' has no histogram '%s' (cpu.runq_latency or runq, io.latency or io, "
 		       "net.tcp.connect_latency or tcp_connect)",
 		       q.args[0], q.args[1]);
@@ -557,13 +475,12 @@ int cmd_series(int argc, char **argv)
 	const struct json *phases;
 	struct json *rec = NULL;
 	char pbuf[32];
-	struct task_ref ref;
+	struct store_task ref;
 	size_t n = 0;
 	struct qopts q;
-	sqlite3_stmt *st;
 	struct store *s;
 	struct jw w;
-	int ret, step;
+	int ret, damaged;
 
 	s = open_task(argc, argv, "points", 1, series_usage, &q, &ref, &ret);
 	if (!s)
@@ -571,19 +488,11 @@ int cmd_series(int argc, char **argv)
 	ret = EXIT_RUNTIME;
 	rec = ref.record ? json_parse(ref.record, strlen(ref.record), NULL, 0) : NULL;
 	phases = json_get(rec, "phases");
-	if (store__prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
+	if (store__series(s, ref.tid, &pts, &n, &damaged))
 		goto out;
-	sqlite3_bind_int64(st, 1, ref.tid);
-	while ((step = store__step(s, st)) == SQLITE_ROW) {
-		if (series_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
-				  &pts, &n)) {
-			tp_err("a series block of '%s' is damaged; showing the others", q.args[0]);
-			continue;
-		}
-	}
-	sqlite3_finalize(st);
-	if (step < 0)
-		goto out;
+	if (damaged)
+		tp_err("%d series block%s of '%s' damaged; showing the others", damaged,
+		       damaged > 1 ? "s are" : " is", q.args[0]);
 	bk = calloc((size_t)q.points, sizeof(*bk));
 	if (!bk || series_buckets(pts, n, ref.wall_ns / 1000000, (int)q.points, bk))
 		goto out;
@@ -672,25 +581,39 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-/* Metrics stored per remote host too (the net table), which --host filters. */
-static bool is_remote_metric(const char *m)
+struct count_out {
+	bool json;
+	struct jw w;
+	long tasks;
+	double total;
+};
+
+static int count_group(void *ctx, const struct store_count_row *r)
 {
-	return !strncmp(m, "http.", 5) || !strncmp(m, "net.tcp.", 8) ||
-	       !strcmp(m, "net.tx_bytes") || !strcmp(m, "net.rx_bytes");
+	struct count_out *co = ctx;
+
+	co->tasks += r->tasks;
+	co->total += r->sum;
+	if (co->json) {
+		jw_obj_begin(&co->w);
+		jw_kstr(&co->w, "value", r->group);
+		jw_ku64(&co->w, "tasks", (__u64)r->tasks);
+		jw_kdouble(&co->w, "sum", r->sum);
+		jw_obj_end(&co->w);
+	} else {
+		printf("%-32.32s %8ld %20.10g\n", r->group, r->tasks, r->sum);
+	}
+	return 0;
 }
 
 int cmd_count(int argc, char **argv)
 {
-	char sql[4096];
-	sqlite3_stmt *st;
+	struct count_out co = { 0 };
+	struct store_filter f;
 	struct qopts q;
 	struct store *s;
-	struct jw w;
-	double total = 0;
-	long tasks = 0;
-	int rc = parse_query(argc, argv, "since label by host", 1, 1, count_usage, &q), i,
+	int rc = parse_query(argc, argv, "since label by host", 1, 1, count_usage, &q),
 	    ret = EXIT_RUNTIME;
-	bool remote;
 
 	if (rc)
 		return rc > 0 ? 0 : EXIT_USAGE;
@@ -700,91 +623,40 @@ int cmd_count(int argc, char **argv)
 		       valid_name(q.args[0]) ? q.by : q.args[0]);
 		return EXIT_USAGE;
 	}
-	remote = q.host && is_remote_metric(q.args[0]);
 	s = open_db(&q);
 	if (!s)
 		return EXIT_RUNTIME;
-	if (store__prepare(s, "SELECT 1 FROM metrics WHERE name = ? LIMIT 1", &st))
-		goto out;
-	sqlite3_bind_text(st, 1, q.args[0], -1, SQLITE_STATIC);
-	rc = store__step(s, st);
-	sqlite3_finalize(st);
+	rc = store__has_metric(s, q.args[0]);
 	if (rc < 0)
 		goto out;
-	if (rc != SQLITE_ROW) {
+	if (!rc) {
 		tp_err("no stored task has metric '%s'; 'taskprobe show --json ID' lists a task's "
 		       "metrics",
 		       q.args[0]);
 		goto out;
 	}
-	/*
-	 * By remote host: the task's rows for matching hosts, summed per task first so
-	 * that TASKS counts tasks. An endpoint's names are comma-separated.
-	 */
-	snprintf(sql, sizeof(sql),
-		 "SELECT %s, COUNT(*), SUM(m.value) FROM %s m JOIN tasks t ON t.tid = m.task"
-		 "%s WHERE m.name = ?1 AND t.start_ns >= ?4",
-		 q.by ? "COALESCE(g.value, '(none)')" : "'all'",
-		 remote ? "(SELECT task, name, SUM(value) AS value FROM net WHERE name = ?1 AND"
-			  " ((',' || host || ',') GLOB ('*,' || ?2 || ',*') OR address GLOB ?2)"
-			  " GROUP BY task)"
-			: "metrics",
-		 q.by ? " LEFT JOIN labels g ON g.task = m.task AND g.key = ?3" : "");
-	filter_sql(sql, sizeof(sql), "m.task", q.nfilters);
-	if (q.host && !remote)
-		strncat(sql,
-			" AND EXISTS (SELECT 1 FROM labels h WHERE h.task = m.task AND h.key = "
-			"'host' AND h.value GLOB ?)",
-			sizeof(sql) - strlen(sql) - 1);
-	strncat(sql, " GROUP BY 1 ORDER BY 3 DESC", sizeof(sql) - strlen(sql) - 1);
-	if (store__prepare(s, sql, &st))
-		goto out;
-	/* ?1 metric, ?2 host glob, ?3 --by label, ?4 since; then the filters' own. */
-	sqlite3_bind_text(st, 1, q.args[0], -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, q.host ? q.host : "*", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, q.by ? q.by : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, since_cutoff(&q));
-	i = bind_filters(st, 5, &q);
-	if (q.host && !remote)
-		sqlite3_bind_text(st, i++, q.host, -1, SQLITE_STATIC);
+	co.json = q.json;
 	if (q.json) {
-		jw_init(&w, stdout, true);
-		jw_obj_begin(&w);
-		jw_kstr(&w, "metric", q.args[0]);
-		jw_key(&w, "by");
-		q.by ? jw_str(&w, q.by) : jw_null(&w);
-		jw_key(&w, "groups");
-		jw_arr_begin(&w);
+		jw_init(&co.w, stdout, true);
+		jw_obj_begin(&co.w);
+		jw_kstr(&co.w, "metric", q.args[0]);
+		jw_key(&co.w, "by");
+		q.by ? jw_str(&co.w, q.by) : jw_null(&co.w);
+		jw_key(&co.w, "groups");
+		jw_arr_begin(&co.w);
 	} else {
 		printf("%-32s %8s %20s\n", q.by ? q.by : "", "TASKS", q.args[0]);
 	}
-	while ((rc = store__step(s, st)) == SQLITE_ROW) {
-		const char *g = (const char *)sqlite3_column_text(st, 0);
-		long n = (long)sqlite3_column_int64(st, 1);
-		double sum = sqlite3_column_double(st, 2);
-
-		tasks += n;
-		total += sum;
-		if (q.json) {
-			jw_obj_begin(&w);
-			jw_kstr(&w, "value", g);
-			jw_ku64(&w, "tasks", (__u64)n);
-			jw_kdouble(&w, "sum", sum);
-			jw_obj_end(&w);
-		} else {
-			printf("%-32.32s %8ld %20.10g\n", g, n, sum);
-		}
-	}
-	sqlite3_finalize(st);
-	if (rc < 0)
+	to_filter(&q, &f);
+	if (store__count(s, q.args[0], &f, q.by, q.host, count_group, &co))
 		goto out;
 	if (q.json) {
-		jw_arr_end(&w);
-		jw_ku64(&w, "tasks", (__u64)tasks);
-		jw_kdouble(&w, "sum", total);
-		jw_obj_end(&w);
+		jw_arr_end(&co.w);
+		jw_ku64(&co.w, "tasks", (__u64)co.tasks);
+		jw_kdouble(&co.w, "sum", co.total);
+		jw_obj_end(&co.w);
 	} else if (q.by) {
-		printf("%-32s %8ld %20.10g\n", "total", tasks, total);
+		printf("%-32s %8ld %20.10g\n", "total", co.tasks, co.total);
 	}
 	ret = 0;
 out:

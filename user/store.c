@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "store.h"
 #include "util.h"
 
@@ -306,12 +308,7 @@ void store__close(struct store *s)
 	free(s);
 }
 
-sqlite3 *store__db(struct store *s)
-{
-	return s->db;
-}
-
-int store__prepare(struct store *s, const char *sql, sqlite3_stmt **st)
+static int query_prepare(struct store *s, const char *sql, sqlite3_stmt **st)
 {
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK)
 		return 0;
@@ -319,7 +316,7 @@ int store__prepare(struct store *s, const char *sql, sqlite3_stmt **st)
 	return db_error(s, "reading");
 }
 
-int store__step(struct store *s, sqlite3_stmt *st)
+static int query_step(struct store *s, sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
 
@@ -656,7 +653,7 @@ int store__mark_lost(struct store *s)
 	if (sqlite3_prepare_v2(s->db, "SELECT tid, lock FROM tasks WHERE status = 'running'", -1,
 			       &st, NULL) != SQLITE_OK)
 		return db_error(s, "finding running tasks");
-	while (n < (int)ARRAY_SIZE(dead) && (err = store__step(s, st)) == SQLITE_ROW) {
+	while (n < (int)ARRAY_SIZE(dead) && (err = query_step(s, st)) == SQLITE_ROW) {
 		const char *lock = (const char *)sqlite3_column_text(st, 1);
 
 		if (!strcmp(store__live_status("running", lock), "lost"))
@@ -702,4 +699,273 @@ int store__retain(struct store *s, int days, int max_mb)
 			       "status != 'running' ORDER BY start_ns LIMIT 100)",
 			       "");
 	return err;
+}
+
+/* Adds " AND EXISTS(label = value)" for each filter label, to be bound in order. */
+static void filter_sql(char *sql, size_t len, const char *task_col, int n)
+{
+	for (int k = 0; k < n; k++) {
+		size_t used = strlen(sql);
+
+		snprintf(sql + used, len - used,
+			 " AND EXISTS (SELECT 1 FROM labels f WHERE f.task = %s AND f.key = ? AND "
+			 "f.value = ?)",
+			 task_col);
+	}
+}
+
+/* Binds the filter labels from index i on; returns the next index. */
+static int bind_filters(sqlite3_stmt *st, int i, const struct store_filter *f)
+{
+	for (int k = 0; k < f->nlabels; k++) {
+		sqlite3_bind_text(st, i++, f->labels[k].key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, i++, f->labels[k].val, -1, SQLITE_STATIC);
+	}
+	return i;
+}
+
+/* The rows of st, each made by fn from the statement; stops at fn's non-zero. */
+static int each_row(struct store *s, sqlite3_stmt *st, int (*row)(sqlite3_stmt *, void *),
+		    void *ctx)
+{
+	int step;
+
+	while ((step = query_step(s, st)) == SQLITE_ROW)
+		if (row(st, ctx))
+			break;
+	sqlite3_finalize(st);
+	return step < 0 ? step : 0;
+}
+
+struct list_ctx {
+	const struct store_filter *f;
+	long left;
+	store_task_fn fn;
+	void *ctx;
+};
+
+static int list_row(sqlite3_stmt *st, void *ctx)
+{
+	struct list_ctx *lc = ctx;
+	struct store_task_row r = {
+		.id = (const char *)sqlite3_column_text(st, 0),
+		.status = store__live_status((const char *)sqlite3_column_text(st, 1),
+					     (const char *)sqlite3_column_text(st, 2)),
+		.start_ns = (__u64)sqlite3_column_int64(st, 3),
+		.ended = sqlite3_column_type(st, 4) != SQLITE_NULL,
+		.wall_ns = (__u64)sqlite3_column_int64(st, 4),
+		.exit_status = sqlite3_column_int64(st, 5),
+		.command = (const char *)sqlite3_column_text(st, 6),
+		.cpu_ns = sqlite3_column_double(st, 7),
+		.peak_mem_bytes = sqlite3_column_double(st, 8),
+	};
+
+	/* The live status is known only once the row is read: filtered here. */
+	if (lc->f->status && strcmp(lc->f->status, r.status))
+		return 0;
+	if (lc->fn(lc->ctx, &r))
+		return 1;
+	return --lc->left <= 0;
+}
+
+int store__list(struct store *s, const struct store_filter *f, long limit, store_task_fn fn,
+		void *ctx)
+{
+	struct list_ctx lc = { f, limit, fn, ctx };
+	sqlite3_stmt *st;
+	char sql[4096];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT t.id, t.status, t.lock, t.start_ns, t.wall_ns, t.exit_status, t.command,"
+		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'cpu.time_ns'),"
+		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'mem.peak_bytes')"
+		 " FROM tasks t WHERE t.start_ns >= ?");
+	filter_sql(sql, sizeof(sql), "t.tid", f->nlabels);
+	strncat(sql, " ORDER BY t.start_ns DESC, t.tid DESC", sizeof(sql) - strlen(sql) - 1);
+	if (limit <= 0)
+		return 0;
+	if (query_prepare(s, sql, &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, f->since_ns);
+	bind_filters(st, 2, f);
+	return each_row(s, st, list_row, &lc);
+}
+
+int store__find(struct store *s, const char *id, struct store_task *t)
+{
+	sqlite3_stmt *st;
+	int err = -ENOENT;
+
+	memset(t, 0, sizeof(*t));
+	if (query_prepare(
+		    s,
+		    "SELECT tid, status, lock, record, wall_ns, start_ns FROM tasks WHERE id = ? "
+		    "ORDER BY start_ns DESC, tid DESC LIMIT 1",
+		    &st))
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	switch (query_step(s, st)) {
+	case SQLITE_DONE:
+		break;
+	case SQLITE_ROW: {
+		const char *rec = (const char *)sqlite3_column_text(st, 3);
+
+		t->tid = sqlite3_column_int64(st, 0);
+		snprintf(t->status, sizeof(t->status), "%s",
+			 store__live_status((const char *)sqlite3_column_text(st, 1),
+					    (const char *)sqlite3_column_text(st, 2)));
+		t->record = rec ? strdup(rec) : NULL;
+		t->wall_ns = sqlite3_column_type(st, 4) != SQLITE_NULL
+				     ? (__u64)sqlite3_column_int64(st, 4)
+				     : tp_realtime_ns() - (__u64)sqlite3_column_int64(st, 5);
+		err = rec && !t->record ? -ENOMEM : 0;
+		break;
+	}
+	default:
+		err = -EIO;
+	}
+	sqlite3_finalize(st);
+	return err;
+}
+
+struct hist_ctx {
+	store_hist_fn fn;
+	void *ctx;
+};
+
+static int hist_row(sqlite3_stmt *st, void *ctx)
+{
+	struct hist_ctx *hc = ctx;
+	struct store_hist_row r = {
+		.name = (const char *)sqlite3_column_text(st, 0),
+		.unit = (const char *)sqlite3_column_text(st, 1),
+	};
+
+	r.h.count = (__u64)sqlite3_column_int64(st, 2);
+	r.h.sum = (__u64)sqlite3_column_int64(st, 3);
+	if (sqlite3_column_bytes(st, 4) == (int)sizeof(r.h.slots))
+		memcpy(r.h.slots, sqlite3_column_blob(st, 4), sizeof(r.h.slots));
+	return hc->fn(hc->ctx, &r);
+}
+
+int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_fn fn, void *ctx)
+{
+	struct hist_ctx hc = { fn, ctx };
+	sqlite3_stmt *st;
+
+	if (query_prepare(s,
+			  "SELECT name, unit, count, sum, slots FROM histograms WHERE task = ? AND "
+			  "(? IS NULL OR name = ?) ORDER BY name",
+			  &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	return each_row(s, st, hist_row, &hc);
+}
+
+struct series_ctx {
+	struct series_point **pts;
+	size_t *n;
+	int *damaged;
+};
+
+static int series_row(sqlite3_stmt *st, void *ctx)
+{
+	struct series_ctx *sc = ctx;
+
+	if (series_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), sc->pts,
+			  sc->n))
+		(*sc->damaged)++;
+	return 0;
+}
+
+int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t *n, int *damaged)
+{
+	struct series_ctx sc = { pts, n, damaged };
+	sqlite3_stmt *st;
+
+	*damaged = 0;
+	if (query_prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	return each_row(s, st, series_row, &sc);
+}
+
+int store__has_metric(struct store *s, const char *metric)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (query_prepare(s, "SELECT 1 FROM metrics WHERE name = ? LIMIT 1", &st))
+		return -EIO;
+	sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+	rc = query_step(s, st);
+	sqlite3_finalize(st);
+	return rc < 0 ? rc : rc == SQLITE_ROW;
+}
+
+bool store__remote_metric(const char *m)
+{
+	return !strncmp(m, "http.", 5) || !strncmp(m, "net.tcp.", 8) ||
+	       !strcmp(m, "net.tx_bytes") || !strcmp(m, "net.rx_bytes");
+}
+
+struct count_ctx {
+	store_count_fn fn;
+	void *ctx;
+};
+
+static int count_row(sqlite3_stmt *st, void *ctx)
+{
+	struct count_ctx *cc = ctx;
+	struct store_count_row r = {
+		.group = (const char *)sqlite3_column_text(st, 0),
+		.tasks = (long)sqlite3_column_int64(st, 1),
+		.sum = sqlite3_column_double(st, 2),
+	};
+
+	return cc->fn(cc->ctx, &r);
+}
+
+int store__count(struct store *s, const char *metric, const struct store_filter *f, const char *by,
+		 const char *host, store_count_fn fn, void *ctx)
+{
+	bool remote = host && store__remote_metric(metric);
+	struct count_ctx cc = { fn, ctx };
+	sqlite3_stmt *st;
+	char sql[4096];
+	int i;
+
+	/*
+	 * By remote host: the task's rows for matching hosts, summed per task first so
+	 * that TASKS counts tasks. An endpoint's names are comma-separated.
+	 */
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s, COUNT(*), SUM(m.value) FROM %s m JOIN tasks t ON t.tid = m.task"
+		 "%s WHERE m.name = ?1 AND t.start_ns >= ?4",
+		 by ? "COALESCE(g.value, '(none)')" : "'all'",
+		 remote ? "(SELECT task, name, SUM(value) AS value FROM net WHERE name = ?1 AND"
+			  " ((',' || host || ',') GLOB ('*,' || ?2 || ',*') OR address GLOB ?2)"
+			  " GROUP BY task)"
+			: "metrics",
+		 by ? " LEFT JOIN labels g ON g.task = m.task AND g.key = ?3" : "");
+	filter_sql(sql, sizeof(sql), "m.task", f->nlabels);
+	if (host && !remote)
+		strncat(sql,
+			" AND EXISTS (SELECT 1 FROM labels h WHERE h.task = m.task AND h.key = "
+			"'host' AND h.value GLOB ?)",
+			sizeof(sql) - strlen(sql) - 1);
+	strncat(sql, " GROUP BY 1 ORDER BY 3 DESC", sizeof(sql) - strlen(sql) - 1);
+	if (query_prepare(s, sql, &st))
+		return -EIO;
+	/* ?1 metric, ?2 host glob, ?3 --by label, ?4 since; then the filters' own. */
+	sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, host ? host : "*", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, by ? by : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, f->since_ns);
+	i = bind_filters(st, 5, f);
+	if (host && !remote)
+		sqlite3_bind_text(st, i, host, -1, SQLITE_STATIC);
+	return each_row(s, st, count_row, &cc);
 }

@@ -10,9 +10,11 @@
 #define TP_STORE_H
 
 #include <stdbool.h>
-#include <sqlite3.h>
+#include <sys/types.h>
 #include <linux/types.h>
 
+#include "hist.h"
+#include "series.h"
 #include "task.h"
 
 #define STORE_SCHEMA 3
@@ -27,14 +29,6 @@ struct store;
  */
 struct store *store__open(const char *path, bool create, gid_t gid);
 void store__close(struct store *s);
-sqlite3 *store__db(struct store *s);
-/*
- * A query's statement, and its steps: SQLITE_ROW or SQLITE_DONE, or -EIO after the
- * one-line error (a damaged page is "corrupt", never the end of the rows).
- */
-int store__prepare(struct store *s, const char *sql, sqlite3_stmt **st);
-int store__step(struct store *s, sqlite3_stmt *st);
-
 /* Writes the task's row (status running) with its labels; takes its liveness lock. */
 int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
 		      int nhost, __s64 *tid);
@@ -53,6 +47,83 @@ int store__retain(struct store *s, int days, int max_mb);
 
 /* The status to show: "lost" for a running row whose lock nobody holds. */
 const char *store__live_status(const char *status, const char *lock);
+
+/*
+ * Queries: every one returns its rows through a callback (a row's strings live until
+ * the callback returns; a non-zero return stops the rows), and 0, or -EIO after the
+ * one-line error: a damaged page is "corrupt", never the end of the rows.
+ */
+
+/* Which tasks a query is over. */
+struct store_filter {
+	__s64 since_ns;		    /* started at or after (realtime ns); 0: all */
+	const struct label *labels; /* every one must match, task or host label */
+	int nlabels;
+	const char *status; /* list only: this live status ("lost" included) */
+};
+
+struct store_task_row {
+	const char *id;
+	const char *status; /* live: a running row whose collector is gone is "lost" */
+	const char *command;
+	__u64 start_ns;
+	bool ended;
+	__u64 wall_ns;
+	__s64 exit_status;
+	double cpu_ns;
+	double peak_mem_bytes;
+};
+
+typedef int (*store_task_fn)(void *ctx, const struct store_task_row *row);
+/* Tasks, newest first, at most limit of them. */
+int store__list(struct store *s, const struct store_filter *f, long limit, store_task_fn fn,
+		void *ctx);
+
+struct store_task {
+	__s64 tid;
+	char status[32];
+	char *record;  /* the JSON record, NULL until the task ended; the caller frees it */
+	__u64 wall_ns; /* a task without an end: its life so far */
+};
+
+/* The newest stored task with this id: 0, -ENOENT (not said) or -EIO. */
+int store__find(struct store *s, const char *id, struct store_task *t);
+
+struct store_hist_row {
+	const char *name;
+	const char *unit;
+	struct tp_hist h;
+};
+
+typedef int (*store_hist_fn)(void *ctx, const struct store_hist_row *row);
+/* A task's histograms by name (NULL: all of them). */
+int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_fn fn, void *ctx);
+
+/*
+ * A task's series samples, every block decoded in order into *pts (grown, the caller
+ * frees it); a damaged block is skipped and counted in *damaged.
+ */
+int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t *n, int *damaged);
+
+/* 1 if some stored task has the metric, 0 if none, or -EIO. */
+int store__has_metric(struct store *s, const char *metric);
+
+struct store_count_row {
+	const char *group; /* the --by label's value, "(none)", or "all" */
+	long tasks;
+	double sum;
+};
+
+typedef int (*store_count_fn)(void *ctx, const struct store_count_row *row);
+/*
+ * A metric summed over the tasks of f, grouped by the label by (NULL: one group),
+ * largest sum first. host (NULL: all) is a glob: for metrics kept per remote host
+ * (store__remote_metric) the remote's names or address, else the worker host's name.
+ */
+int store__count(struct store *s, const char *metric, const struct store_filter *f, const char *by,
+		 const char *host, store_count_fn fn, void *ctx);
+/* Metrics stored per remote host too (http.*, net.tcp.*, net.tx/rx_bytes). */
+bool store__remote_metric(const char *metric);
 
 /* Applies the first n migrations only: makes a database of an older schema (tests). */
 int store__create_at_version(const char *path, int n);
