@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "metrics.h"
 #include "series.h"
 #include "store.h"
 
@@ -372,17 +373,12 @@ out:
 	return ret;
 }
 
-/* Short names a user may type for the stored histograms. */
+/* A stored histogram's name, from its own or the short one a user may type. */
 static const char *hist_name(const char *name)
 {
-	static const char *const alias[][2] = { { "runq", "cpu.runq_latency" },
-						{ "io", "io.latency" },
-						{ "tcp_connect", "net.tcp.connect_latency" } };
+	const struct hist_desc *d = hist_desc_find(name);
 
-	for (size_t i = 0; name && i < ARRAY_SIZE(alias); i++)
-		if (!strcmp(name, alias[i][0]))
-			return alias[i][1];
-	return name;
+	return d ? d->name : name;
 }
 
 struct hist_out {

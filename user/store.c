@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "metrics.h"
 #include "store.h"
 #include "util.h"
 
@@ -561,10 +562,11 @@ static int write_net(struct store *s, __s64 tid, const struct net_figures *nf)
 	return err;
 }
 
-static int write_hist(struct store *s, __s64 tid, const char *name, const struct tp_hist *h)
+static int write_hist(struct store *s, __s64 tid, const struct hist_desc *d,
+		      const struct tp_hist *h)
 {
-	return run_stmt(s, "INSERT OR REPLACE INTO histograms VALUES (?, ?, 'ns', ?, ?, ?)",
-			"itiib", (long long)tid, name, (long long)h->count, (long long)h->sum,
+	return run_stmt(s, "INSERT OR REPLACE INTO histograms VALUES (?, ?, ?, ?, ?, ?)", "ittiib",
+			(long long)tid, d->name, d->unit, (long long)h->count, (long long)h->sum,
 			h->slots, (int)sizeof(h->slots));
 }
 
@@ -609,12 +611,8 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 			       (long long)t->wall_ns, record, (long long)tid);
 	if (!err)
 		err = write_metrics(s, tid, record);
-	if (!err)
-		err = write_hist(s, tid, "cpu.runq_latency", &t->fig.runq);
-	if (!err)
-		err = write_hist(s, tid, "io.latency", &t->fig.io_latency);
-	if (!err)
-		err = write_hist(s, tid, "net.tcp.connect_latency", &t->net.connect_latency);
+	for (size_t i = 0; i < hist_descs_n && !err; i++)
+		err = write_hist(s, tid, &hist_descs[i], hist_descs[i].at((struct task_record *)t));
 	if (!err)
 		err = write_net(s, tid, &t->net);
 	free(record);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "task.h"
 
 #define SUMMARY_WIDTH 80
@@ -88,6 +89,14 @@ void task_record_fini(struct task_record *t)
 	free(t->progs);
 	t->progs = NULL;
 	t->nprogs = 0;
+	if (t->um_owned) {
+		um_table__fini(t->um_owned);
+		free(t->um_owned);
+		t->um_owned = NULL;
+		t->um = NULL;
+	}
+	free(t->rules_owned);
+	t->rules_owned = NULL;
 	net_figures_fini(&t->net);
 }
 
@@ -381,52 +390,38 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	const struct task_figures *g = &t->fig;
 	const char *mem_src;
 
+	task_mem_peak(t, &mem_src);
 	jw_key(w, "metrics");
 	jw_obj_begin(w);
-	jw_ku64(w, "cpu.time_ns", g->cpu_ns);
-	if (t->have_cpu_stat) {
-		jw_ku64(w, "cpu.user_ns", t->cpu_stat.user_us * 1000);
-		jw_ku64(w, "cpu.system_ns", t->cpu_stat.system_us * 1000);
+	for (size_t i = 0; i < metric_descs_n; i++) {
+		const struct metric_desc *d = &metric_descs[i];
+		double v;
+
+		if (d->fig_off >= 0)
+			jw_ku64(w, d->name, *(const __u64 *)((const char *)g + d->fig_off));
+		else if (!metric_get(d, t, &v))
+			continue;
+		else if (d->real)
+			jw_kdouble(w, d->name, v);
+		else
+			jw_ku64(w, d->name, (__u64)v);
 	}
-	jw_kdouble(w, "cpu.avg_cores", avg_cores(t));
-	jw_kdouble(w, "cpu.peak_cores", t->peak_cores);
-	jw_ku64(w, "proc.forks", g->forks);
-	jw_ku64(w, "proc.execs", g->execs);
-	jw_ku64(w, "proc.exits", g->exits);
-	jw_ku64(w, "proc.failed_exits", g->failed_exits);
-	jw_ku64(w, "proc.max_alive", g->max_alive > 0 ? (__u64)g->max_alive : 0);
-	jw_ku64(w, "proc.threads", g->threads);
-	jw_ku64(w, "proc.exec_failures", g->exec_failures);
-	jw_ku64(w, "proc.left_task", g->left_task);
-	jw_ku64(w, "proc.oom_kills", g->oom_kills);
-	jw_ku64(w, "io.read_bytes", g->ioac.read_bytes);
-	jw_ku64(w, "io.write_bytes", g->ioac.write_bytes);
-	jw_ku64(w, "io.cancelled_write_bytes", g->ioac.cancelled_write_bytes);
-	jw_ku64(w, "io.rchar", g->ioac.rchar);
-	jw_ku64(w, "io.wchar", g->ioac.wchar);
-	jw_ku64(w, "io.read_ops", g->io_read_ops);
-	jw_ku64(w, "io.write_ops", g->io_write_ops);
-	jw_ku64(w, "io.blk_read_bytes", g->io_blk_read_bytes);
-	jw_ku64(w, "io.blk_write_bytes", g->io_blk_write_bytes);
-	jw_ku64(w, "mem.peak_bytes", task_mem_peak(t, &mem_src));
-	jw_ku64(w, "lost_events", g->lost_events);
 	net_write_metrics(w, &t->net);
 	write_user_metric_values(w, t->um);
 	jw_obj_end(w);
 
 	jw_key(w, "sources");
 	jw_obj_begin(w);
-	jw_kstr(w, "cpu.time_ns", "bpf:sched_switch");
-	if (t->have_cpu_stat) {
-		jw_kstr(w, "cpu.user_ns", "cgroup:cpu.stat");
-		jw_kstr(w, "cpu.system_ns", "cgroup:cpu.stat");
+	for (size_t i = 0; i < metric_descs_n; i++) {
+		const struct metric_desc *d = &metric_descs[i];
+		double v;
+
+		if (d->source_key && metric_get(d, t, &v))
+			jw_kstr(w, d->source_key, d->source ? d->source : mem_src);
 	}
-	jw_kstr(w, "proc", "bpf:sched_process_fork,exec,exit");
-	jw_kstr(w, "cpu.runq_latency", "bpf:sched_switch,sched_info");
-	jw_kstr(w, "io.read_bytes", "bpf:task ioac at thread exit");
-	jw_kstr(w, "io.write_bytes", "bpf:task ioac at thread exit");
-	jw_kstr(w, "io.ops", "bpf:block_io_start,block_bio_backmerge");
-	jw_kstr(w, "mem.peak_bytes", mem_src);
+	for (size_t i = 0; i < hist_descs_n; i++)
+		if (hist_descs[i].source)
+			jw_kstr(w, hist_descs[i].name, hist_descs[i].source);
 	jw_kstr(w, "net.tcp",
 		"bpf:inet_sock_set_state,tcp_receive_reset,tcp_send_reset,"
 		"tcp_retransmit_skb");
@@ -526,9 +521,9 @@ void task_write_json(struct jw *w, const struct task_record *t)
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
-	write_hist(w, "cpu.runq_latency", &t->fig.runq, "ns");
-	write_hist(w, "io.latency", &t->fig.io_latency, "ns");
-	write_hist(w, "net.tcp.connect_latency", &t->net.connect_latency, "ns");
+	for (size_t i = 0; i < hist_descs_n; i++)
+		write_hist(w, hist_descs[i].name, hist_descs[i].at((struct task_record *)t),
+			   hist_descs[i].unit);
 	jw_obj_end(w);
 
 	jw_key(w, "collector");
@@ -618,13 +613,77 @@ static int phases_from_json(struct task_record *t, const struct json *arr)
 	return 0;
 }
 
+/* The metrics socket's harvest as the record kept it: user_metrics, metrics_socket. */
+static int um_from_json(struct task_record *t, const struct json *arr, const struct json *sock)
+{
+	const struct json *why = json_get(sock, "rejected_by_reason");
+	struct um_table *um = calloc(1, sizeof(*um));
+
+	if (!um || um_table__init(um)) {
+		free(um);
+		return -ENOMEM;
+	}
+	t->um_owned = um;
+	t->um = um;
+	for (size_t i = 0; i < json_len(arr); i++) {
+		const struct json *e = json_at(arr, i);
+		struct um_metric m = { 0 };
+
+		snprintf(m.key, sizeof(m.key), "%s", json_str(e, "name"));
+		for (int k = 0; k < (int)ARRAY_SIZE(um_kind_names); k++)
+			if (!strcmp(json_str(e, "type"), um_kind_names[k]))
+				m.kind = (enum um_kind)k;
+		m.count = (__u64)json_num(e, "count");
+		m.sum = json_num(e, "sum");
+		m.last = json_num(e, "last");
+		m.min = json_num(e, "min");
+		m.max = json_num(e, "max");
+		if (m.key[0] && um_table__put(um, &m))
+			break;
+	}
+	um->accepted = (__u64)json_num(sock, "accepted");
+	for (int r = 1; r < UM_REJECT_KINDS; r++)
+		um->rejected[r] = (__u64)json_num(why, um_reject_names[r]);
+	return 0;
+}
+
+/* Log anchors name their rule: a table of those names only, no pattern compiled. */
+static int anchors_from_json(struct task_record *t, const struct json *arr)
+{
+	size_t n = json_len(arr);
+	struct rules *rs;
+
+	if (!n)
+		return 0;
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	t->rules_owned = rs;
+	t->rules = rs;
+	for (size_t i = 0; i < n && rs->nanchors < ANCHORS_MAX; i++) {
+		const struct json *e = json_at(arr, i);
+		const char *name = json_str(e, "rule");
+		int r = 0;
+
+		while (r < rs->n && strcmp(rs->r[r].name, name))
+			r++;
+		if (r == rs->n) {
+			if (rs->n == RULES_MAX)
+				break;
+			snprintf(rs->r[rs->n++].name, sizeof(rs->r[0].name), "%s", name);
+		}
+		rs->anchors[rs->nanchors].rule = r;
+		rs->anchors[rs->nanchors++].line = (__u64)json_num(e, "line");
+	}
+	return 0;
+}
+
 int task_from_json(struct task_record *t, const struct json *j)
 {
 	const struct json *cmd = json_get(j, "command"), *labels = json_get(j, "labels");
 	const struct json *m = json_get(j, "metrics"), *progs = json_get(j, "programs");
 	const struct json *hists = json_get(j, "histograms"), *cs = json_get(j, "cgroup_cpu_stat");
 	const struct json *left = json_get(j, "leftovers"), *srcs = json_get(j, "sources");
-	struct task_figures *g = &t->fig;
 	size_t n = json_len(cmd);
 
 	memset(t, 0, sizeof(*t));
@@ -654,28 +713,8 @@ int task_from_json(struct task_record *t, const struct json *j)
 			t->end = (enum task_end)e;
 	t->exit_code = (int)json_num(j, "exit_code");
 	t->signal = (int)json_num(j, "signal");
-	g->cpu_ns = (__u64)json_num(m, "cpu.time_ns");
-	g->forks = (__u64)json_num(m, "proc.forks");
-	g->execs = (__u64)json_num(m, "proc.execs");
-	g->exits = (__u64)json_num(m, "proc.exits");
-	g->failed_exits = (__u64)json_num(m, "proc.failed_exits");
-	g->max_alive = (__s64)json_num(m, "proc.max_alive");
-	g->threads = (__u64)json_num(m, "proc.threads");
-	g->exec_failures = (__u64)json_num(m, "proc.exec_failures");
-	g->left_task = (__u64)json_num(m, "proc.left_task");
-	g->oom_kills = (__u64)json_num(m, "proc.oom_kills");
-	g->lost_events = (__u64)json_num(m, "lost_events");
-	g->ioac.read_bytes = (__u64)json_num(m, "io.read_bytes");
-	g->ioac.write_bytes = (__u64)json_num(m, "io.write_bytes");
-	g->ioac.cancelled_write_bytes = (__u64)json_num(m, "io.cancelled_write_bytes");
-	g->ioac.rchar = (__u64)json_num(m, "io.rchar");
-	g->ioac.wchar = (__u64)json_num(m, "io.wchar");
-	g->io_read_ops = (__u64)json_num(m, "io.read_ops");
-	g->io_write_ops = (__u64)json_num(m, "io.write_ops");
-	g->io_blk_read_bytes = (__u64)json_num(m, "io.blk_read_bytes");
-	g->io_blk_write_bytes = (__u64)json_num(m, "io.blk_write_bytes");
-	g->peak_rss_bytes = (__s64)json_num(m, "mem.peak_bytes");
-	t->peak_cores = json_num(m, "cpu.peak_cores");
+	for (size_t i = 0; i < metric_descs_n; i++)
+		metric_set(&metric_descs[i], t, json_num(m, metric_descs[i].name));
 	if (!strncmp(json_str(srcs, "mem.peak_bytes"), "cgroup", 6)) {
 		t->have_memory_peak = true;
 		t->memory_peak_source = json_str(srcs, "mem.peak_bytes");
@@ -694,14 +733,16 @@ int task_from_json(struct task_record *t, const struct json *j)
 	for (int a = LEFTOVER_NONE; a <= LEFTOVER_KEPT; a++)
 		if (!strcmp(json_str(left, "action"), leftover_names[a]))
 			t->leftover_action = (enum leftover_action)a;
-	hist_from_json(&g->runq, json_get(hists, "cpu.runq_latency"));
-	hist_from_json(&g->io_latency, json_get(hists, "io.latency"));
 	if (net_from_json(&t->net, m, json_get(j, "network")))
 		return -ENOMEM;
-	hist_from_json(&t->net.connect_latency, json_get(hists, "net.tcp.connect_latency"));
+	for (size_t i = 0; i < hist_descs_n; i++)
+		hist_from_json(hist_descs[i].at(t), json_get(hists, hist_descs[i].name));
 	t->lost_total = (__u64)json_num(json_get(j, "collector"), "lost_events_total");
 	t->skipped_runs = (__u64)json_num(json_get(j, "collector"), "skipped_runs");
-	if (phases_from_json(t, json_get(j, "phases")))
+	t->exec_args_truncated = (__u64)json_num(j, "exec_args_truncated");
+	if (phases_from_json(t, json_get(j, "phases")) ||
+	    um_from_json(t, json_get(j, "user_metrics"), json_get(j, "metrics_socket")) ||
+	    anchors_from_json(t, json_get(j, "log_anchors")))
 		return -ENOMEM;
 	n = json_len(progs);
 	if (n) {

@@ -73,6 +73,8 @@ struct task_record {
 	__u64 exec_args_truncated;
 	char **argv_owned;	     /* set by task_from_json */
 	struct phases *phases_owned; /* set by task_from_json */
+	struct um_table *um_owned;   /* set by task_from_json */
+	struct rules *rules_owned;   /* set by task_from_json: rule names of the anchors only */
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;

@@ -221,6 +221,16 @@ enum um_reject um_table__add(struct um_table *t, const struct um_line *l)
 	return UM_OK;
 }
 
+int um_table__put(struct um_table *t, const struct um_metric *m)
+{
+	struct um_metric *to = find(t, m->key, true);
+
+	if (!to)
+		return -ENOSPC;
+	*to = *m;
+	return 0;
+}
+
 __u64 um_table__rejected_total(const struct um_table *t)
 {
 	__u64 n = 0;

@@ -73,6 +73,8 @@ void um_table__fini(struct um_table *t);
 /* Adds a parsed metric line; UM_TOO_MANY_NAMES past UM_NAMES_MAX distinct keys. */
 enum um_reject um_table__add(struct um_table *t, const struct um_line *l);
 __u64 um_table__rejected_total(const struct um_table *t);
+/* A whole metric as it was recorded (reading a stored record back); -ENOSPC when full. */
+int um_table__put(struct um_table *t, const struct um_metric *m);
 
 #define PERFHERDER_PREFIX "PERFHERDER_DATA: "
 

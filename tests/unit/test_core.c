@@ -2,12 +2,17 @@
 /* Unit tests: JSON writer and parser, histograms, the hash table, mountinfo, the summary. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cgroup.h"
 #include "harness.h"
 #include "hist.h"
 #include "htab.h"
 #include "json.h"
+#include "metrics.h"
+#include "phases.h"
+#include "rules.h"
+#include "usermetrics.h"
 #include "task.h"
 #include "testutil.h"
 
@@ -271,4 +276,148 @@ TEST(TIER_UNIT, task_json_fields)
 	ASSERT_STREQ(json_get(json_get(j, "leftovers"), "action")->str, "killed", "leftovers");
 	ASSERT_EQ(tu_num(json_get(json_get(j, "histograms"), "cpu.runq_latency"), "count"),
 		  123456789017ULL, "runq count");
+}
+
+/* Every field a record holds, distinct, so that a field read into another shows. */
+static void full_record(struct task_record *t, char **argv, int argc, struct phases *ph,
+			struct um_table *um, struct rules *rs)
+{
+	struct um_line l;
+	static struct http_host host = { .host = "\u2026s3.amazonaws.com", .requests = 9 };
+	static struct net_endpoint ep = { .address = "10.0.0.1:443", .names = "a.example,b" };
+	struct phase_snap a = { .t_ns = 1000000, .cpu_ns = 5 },
+			  b = { .t_ns = 9000000, .cpu_ns = 77 };
+	__u64 *u = (__u64 *)&t->fig;
+
+	fake_record(t, argv, argc);
+	/* Each figure its own value: a field read into its neighbour cannot pass. */
+	for (size_t i = 0; i < sizeof(t->fig) / sizeof(__u64); i++)
+		u[i] = 1000 + i * 7;
+	t->fig.max_alive = 33;
+	t->fig.peak_rss_bytes = 123456789;
+	t->main_wall_ns = 100000000000ULL;
+	t->start_real_ns = 1800000000000000000ULL;
+	t->end = TASK_EXITED;
+	t->exit_code = 3;
+	t->cpu_stat.usage_us = 97000000;
+	t->cpu_stat.system_us = 1500000;
+	t->peak_cores = 1.75;
+	t->skipped_runs = 4;
+	t->exec_args_truncated = 5;
+	snprintf(t->host, sizeof(t->host), "worker-7");
+	snprintf(t->cgroup, sizeof(t->cgroup), "/sys/fs/cgroup/taskprobe/x");
+	host.classes[2] = 5;
+	host.classes[1] = 1;
+	host.failures[HTTP_FAIL_RESET] = 2;
+	host.unanswered = 1;
+	ep.c.attempts = 4;
+	ep.c.connects = 3;
+	t->net.tcp.attempts = 4;
+	t->net.tcp.connects = 3;
+	t->net.dns_lookups = 6;
+	t->net.dns_failures = 1;
+	t->net.connect_latency.count = 3;
+	t->net.connect_latency.slots[20] = 3;
+	t->net.hosts = &host;
+	t->net.nhosts = 1;
+	t->net.eps = &ep;
+	t->net.neps = 1;
+	phases__init(ph, 0);
+	phases__begin(ph, "checkout", &a, 1000);
+	phases__end(ph, "checkout", &b, 2000);
+	t->phases = ph;
+	um_table__init(um);
+	um_parse_line("builds:3|c", strlen("builds:3|c"), &l);
+	um_table__add(um, &l);
+	um_parse_line("queue:7.5|g", strlen("queue:7.5|g"), &l);
+	um_table__add(um, &l);
+	um_parse_line("fetch:120|ms", strlen("fetch:120|ms"), &l);
+	um_table__add(um, &l);
+	um->accepted = 3;
+	um->rejected[UM_BAD_TYPE] = 2;
+	t->um = um;
+	rules__init(rs);
+	snprintf(rs->r[0].name, sizeof(rs->r[0].name), "compile_error");
+	snprintf(rs->r[1].name, sizeof(rs->r[1].name), "link_error");
+	rs->n = 2;
+	rs->anchors[0] = (struct anchor){ 1, 42 };
+	rs->anchors[1] = (struct anchor){ 0, 99 };
+	rs->anchors[2] = (struct anchor){ 1, 100 };
+	rs->nanchors = 3;
+	t->rules = rs;
+}
+
+static char *record_json(const struct task_record *t)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct jw w;
+
+	jw_init(&w, f, false);
+	task_write_json(&w, t);
+	fclose(f);
+	return buf;
+}
+
+/* record -> JSON -> record -> JSON: what the writer writes, the reader reads. */
+TEST(TIER_UNIT, task_record_round_trip)
+{
+	char *argv[] = { "make", "-j2", "all" };
+	struct task_record t, back;
+	struct um_table um;
+	struct rules rs;
+	struct phases ph;
+	struct json *j;
+	char *first, *second;
+
+	full_record(&t, argv, 3, &ph, &um, &rs);
+	first = record_json(&t);
+	ASSERT_TRUE(strstr(first, "\"name\":\"fetch\",\"type\":\"timer\"") &&
+			    strstr(first, "\"bad_type\":2") && strstr(first, "\"link_error\""),
+		    "user metrics, refusals and anchors are in the record");
+	j = json_parse(first, strlen(first), NULL, 0);
+	if (!ASSERT_TRUE(j != NULL, "the record parses"))
+		goto out;
+	if (!ASSERT_OK(task_from_json(&back, j), "read back"))
+		goto out;
+	second = record_json(&back);
+	if (strcmp(first, second)) {
+		size_t i = 0;
+
+		while (first[i] && first[i] == second[i])
+			i++;
+		fprintf(stderr, "    first difference at %zu:\n    %.160s\n    %.160s\n", i,
+			first + (i > 60 ? i - 60 : 0), second + (i > 60 ? i - 60 : 0));
+	}
+	ASSERT_TRUE(!strcmp(second, first), "the record written again is the same");
+	free(second);
+	task_record_fini(&back);
+out:
+	json_free(j);
+	free(first);
+	t.net.hosts = NULL;
+	t.net.eps = NULL;
+	t.net.nhosts = t.net.neps = 0;
+	task_record_fini(&t);
+	phases__fini(&ph);
+	um_table__fini(&um);
+}
+
+/* Every built-in metric and histogram has its line in the record's documentation. */
+TEST(TIER_UNIT, task_record_doc_lists_every_metric)
+{
+	static char doc[131072];
+	char want[128];
+
+	if (!ASSERT_TRUE(tp_read_file("docs/task-record.md", doc, sizeof(doc)) > 0, "the doc"))
+		return;
+	for (size_t i = 0; i < metric_descs_n; i++) {
+		snprintf(want, sizeof(want), "`%s`", metric_descs[i].name);
+		CHECK(strstr(doc, want), "docs/task-record.md does not list %s", want);
+	}
+	for (size_t i = 0; i < hist_descs_n; i++) {
+		snprintf(want, sizeof(want), "`%s`", hist_descs[i].name);
+		CHECK(strstr(doc, want), "docs/task-record.md does not list %s", want);
+	}
 }
