@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Network figures of a task: endpoints, resolved names, HTTP by host; JSON and summary. */
+#include <stddef.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -380,26 +381,41 @@ bool net_any(const struct net_figures *nf)
 	       nf->h2_connections;
 }
 
+#define NET_COUNTER(name, field)                                                                   \
+	{                                                                                          \
+		name, offsetof(struct tp_net_counters, field)                                      \
+	}
+
+const struct net_counter_desc net_counter_descs[NET_COUNTERS] = {
+	NET_COUNTER("tcp.connect_attempts", attempts),
+	NET_COUNTER("tcp.connects", connects),
+	NET_COUNTER("tcp.resets_received", resets_received),
+	NET_COUNTER("tcp.resets_sent", resets_sent),
+	NET_COUNTER("tcp.retransmits", retransmits),
+	NET_COUNTER("tx_bytes", tx_bytes),
+	NET_COUNTER("rx_bytes", rx_bytes),
+};
+
+__u64 net_counter(const struct tp_net_counters *c, int i)
+{
+	return *(const __u64 *)((const char *)c + net_counter_descs[i].off);
+}
+
 static void write_counters(struct jw *w, const char *prefix, const struct tp_net_counters *c)
 {
 	char key[96];
 
-#define KEY(name) (snprintf(key, sizeof(key), "%s%s", prefix, name), key)
-	jw_ku64(w, KEY("tcp.connect_attempts"), c->attempts);
-	jw_ku64(w, KEY("tcp.connects"), c->connects);
-	jw_ku64(w, KEY("tcp.connect_failures"), failures(c));
-	for (int i = 0; i < TP_CONN_FAILURE_KINDS; i++) {
-		char sub[64];
-
-		snprintf(sub, sizeof(sub), "tcp.connect_failures.%s", connect_failure_names[i]);
-		jw_ku64(w, KEY(sub), c->failures[i]);
+	for (int i = 0; i < NET_COUNTERS; i++) {
+		snprintf(key, sizeof(key), "%s%s", prefix, net_counter_descs[i].name);
+		jw_ku64(w, key, net_counter(c, i));
 	}
-	jw_ku64(w, KEY("tcp.resets_received"), c->resets_received);
-	jw_ku64(w, KEY("tcp.resets_sent"), c->resets_sent);
-	jw_ku64(w, KEY("tcp.retransmits"), c->retransmits);
-	jw_ku64(w, KEY("tx_bytes"), c->tx_bytes);
-	jw_ku64(w, KEY("rx_bytes"), c->rx_bytes);
-#undef KEY
+	snprintf(key, sizeof(key), "%stcp.connect_failures", prefix);
+	jw_ku64(w, key, failures(c));
+	for (int i = 0; i < TP_CONN_FAILURE_KINDS; i++) {
+		snprintf(key, sizeof(key), "%stcp.connect_failures.%s", prefix,
+			 connect_failure_names[i]);
+		jw_ku64(w, key, c->failures[i]);
+	}
 }
 
 void net_write_metrics(struct jw *w, const struct net_figures *nf)
@@ -474,21 +490,15 @@ static void read_counters(struct tp_net_counters *c, const char *prefix, const s
 {
 	char key[96];
 
-#define GET(name) (__u64) json_num(o, (snprintf(key, sizeof(key), "%s%s", prefix, name), key))
-	c->attempts = GET("tcp.connect_attempts");
-	c->connects = GET("tcp.connects");
-	for (int i = 0; i < TP_CONN_FAILURE_KINDS; i++) {
-		char sub[64];
-
-		snprintf(sub, sizeof(sub), "tcp.connect_failures.%s", connect_failure_names[i]);
-		c->failures[i] = GET(sub);
+	for (int i = 0; i < NET_COUNTERS; i++) {
+		snprintf(key, sizeof(key), "%s%s", prefix, net_counter_descs[i].name);
+		*(__u64 *)((char *)c + net_counter_descs[i].off) = (__u64)json_num(o, key);
 	}
-	c->resets_received = GET("tcp.resets_received");
-	c->resets_sent = GET("tcp.resets_sent");
-	c->retransmits = GET("tcp.retransmits");
-	c->tx_bytes = GET("tx_bytes");
-	c->rx_bytes = GET("rx_bytes");
-#undef GET
+	for (int i = 0; i < TP_CONN_FAILURE_KINDS; i++) {
+		snprintf(key, sizeof(key), "%stcp.connect_failures.%s", prefix,
+			 connect_failure_names[i]);
+		c->failures[i] = (__u64)json_num(o, key);
+	}
 }
 
 int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net)

@@ -28,6 +28,15 @@ enum http_failure {
 extern const char *const http_failure_names[HTTP_FAIL_KINDS];
 extern const char *const connect_failure_names[TP_CONN_FAILURE_KINDS];
 
+/* The plain counters of struct tp_net_counters, by name ("net." before it in metrics). */
+#define NET_COUNTERS 7
+struct net_counter_desc {
+	const char *name;
+	size_t off;
+};
+extern const struct net_counter_desc net_counter_descs[NET_COUNTERS];
+__u64 net_counter(const struct tp_net_counters *c, int i);
+
 /* Ports whose refused or timed-out connects count as HTTP failures (config http_ports). */
 #define NET_HTTP_PORTS_MAX 16
 struct http_ports {

@@ -514,21 +514,11 @@ static int write_net(struct store *s, __s64 tid, const struct net_figures *nf)
 		const struct tp_net_counters *c = &e->c;
 		int port = split_address(e->address, ip, sizeof(ip));
 		__u64 failed = 0;
-		const struct {
-			const char *name;
-			__u64 v;
-		} rows[] = {
-			{ "net.tcp.connect_attempts", c->attempts },
-			{ "net.tcp.connects", c->connects },
-			{ "net.tcp.resets_received", c->resets_received },
-			{ "net.tcp.resets_sent", c->resets_sent },
-			{ "net.tcp.retransmits", c->retransmits },
-			{ "net.tx_bytes", c->tx_bytes },
-			{ "net.rx_bytes", c->rx_bytes },
-		};
 
-		for (size_t r = 0; r < ARRAY_SIZE(rows) && !err; r++)
-			err = net_row(s, tid, e->names, ip, port, rows[r].name, rows[r].v);
+		for (int r = 0; r < NET_COUNTERS && !err; r++) {
+			snprintf(name, sizeof(name), "net.%s", net_counter_descs[r].name);
+			err = net_row(s, tid, e->names, ip, port, name, net_counter(c, r));
+		}
 		for (int k = 0; k < TP_CONN_FAILURE_KINDS && !err; k++) {
 			snprintf(name, sizeof(name), "net.tcp.connect_failures.%s",
 				 connect_failure_names[k]);
