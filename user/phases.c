@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Phases of a task: nestable intervals with figures taken as deltas at their boundaries. */
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "phases.h"
+#include "util.h"
 
 void phases__init(struct phases *ph, __u64 task_start_ns)
 {
@@ -110,6 +112,20 @@ const char *phases__current(const struct phases *ph)
 	return ph->depth ? ph->p[ph->stack[ph->depth - 1]].name : "";
 }
 
+/* A phase's own figures, by their names in the record. */
+static const struct {
+	const char *name;
+	size_t off;
+} phase_fields[] = {
+	{ "start_ms", offsetof(struct phase, start_ms) },
+	{ "wall_ns", offsetof(struct phase, wall_ns) },
+	{ "cpu_ns", offsetof(struct phase, cpu_ns) },
+	{ "runq_p99_ns", offsetof(struct phase, runq_p99_ns) },
+	{ "read_bytes", offsetof(struct phase, read_bytes) },
+	{ "write_bytes", offsetof(struct phase, write_bytes) },
+	{ "execs", offsetof(struct phase, execs) },
+};
+
 void phases__write_json(struct jw *w, const struct phases *ph)
 {
 	jw_arr_begin(w);
@@ -119,17 +135,38 @@ void phases__write_json(struct jw *w, const struct phases *ph)
 		jw_obj_begin(w);
 		jw_kstr(w, "name", p->name);
 		jw_ku64(w, "depth", (__u64)p->depth);
-		jw_ku64(w, "start_ms", p->start_ms);
-		jw_ku64(w, "wall_ns", p->wall_ns);
-		jw_ku64(w, "cpu_ns", p->cpu_ns);
-		jw_ku64(w, "runq_p99_ns", p->runq_p99_ns);
-		jw_ku64(w, "read_bytes", p->read_bytes);
-		jw_ku64(w, "write_bytes", p->write_bytes);
-		jw_ku64(w, "execs", p->execs);
+		for (size_t f = 0; f < ARRAY_SIZE(phase_fields); f++)
+			jw_ku64(w, phase_fields[f].name,
+				*(const __u64 *)((const char *)p + phase_fields[f].off));
 		jw_ku64(w, "peak_mem_bytes", p->peak_mem_bytes > 0 ? (__u64)p->peak_mem_bytes : 0);
 		jw_key(w, "unfinished");
 		jw_bool(w, p->unfinished);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+}
+
+int phases__from_json(struct phases *ph, const struct json *arr)
+{
+	size_t n = json_len(arr);
+
+	memset(ph, 0, sizeof(*ph));
+	if (!n)
+		return 0;
+	ph->p = calloc(n < PHASES_MAX ? n : PHASES_MAX, sizeof(*ph->p));
+	if (!ph->p)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && i < PHASES_MAX; i++) {
+		const struct json *e = json_at(arr, i), *u = json_get(e, "unfinished");
+		struct phase *p = &ph->p[ph->n++];
+
+		snprintf(p->name, sizeof(p->name), "%s", json_str(e, "name"));
+		p->depth = (int)json_num(e, "depth");
+		for (size_t f = 0; f < ARRAY_SIZE(phase_fields); f++)
+			*(__u64 *)((char *)p + phase_fields[f].off) =
+				(__u64)json_num(e, phase_fields[f].name);
+		p->peak_mem_bytes = (__s64)json_num(e, "peak_mem_bytes");
+		p->unfinished = u && u->type == JSON_BOOL && u->b;
+	}
+	return 0;
 }

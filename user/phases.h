@@ -68,5 +68,7 @@ void phases__close_all(struct phases *ph, const struct phase_snap *now, __s64 pe
 /* The phase open at t_ms (innermost), or NULL. */
 const char *phases__current(const struct phases *ph);
 void phases__write_json(struct jw *w, const struct phases *ph);
+/* Phases as a record holds them (what phases__write_json wrote); 0 or -ENOMEM. */
+int phases__from_json(struct phases *ph, const struct json *arr);
 
 #endif /* TP_PHASES_H */

@@ -580,37 +580,16 @@ static void hist_from_json(struct tp_hist *h, const struct json *j)
 
 static int phases_from_json(struct task_record *t, const struct json *arr)
 {
-	size_t n = json_len(arr);
 	struct phases *ph;
 
-	if (!n)
+	if (!json_len(arr))
 		return 0;
 	ph = calloc(1, sizeof(*ph));
 	if (!ph)
 		return -ENOMEM;
 	t->phases_owned = ph;
 	t->phases = ph;
-	ph->p = calloc(n, sizeof(*ph->p));
-	if (!ph->p)
-		return -ENOMEM;
-	for (size_t i = 0; i < n && i < PHASES_MAX; i++) {
-		const struct json *e = json_at(arr, i);
-		const struct json *u = json_get(e, "unfinished");
-		struct phase *p = &ph->p[ph->n++];
-
-		snprintf(p->name, sizeof(p->name), "%s", json_str(e, "name"));
-		p->depth = (int)json_num(e, "depth");
-		p->start_ms = (__u64)json_num(e, "start_ms");
-		p->wall_ns = (__u64)json_num(e, "wall_ns");
-		p->cpu_ns = (__u64)json_num(e, "cpu_ns");
-		p->runq_p99_ns = (__u64)json_num(e, "runq_p99_ns");
-		p->read_bytes = (__u64)json_num(e, "read_bytes");
-		p->write_bytes = (__u64)json_num(e, "write_bytes");
-		p->execs = (__u64)json_num(e, "execs");
-		p->peak_mem_bytes = (__s64)json_num(e, "peak_mem_bytes");
-		p->unfinished = u && u->type == JSON_BOOL && u->b;
-	}
-	return 0;
+	return phases__from_json(ph, arr);
 }
 
 /* The metrics socket's harvest as the record kept it: user_metrics, metrics_socket. */
