@@ -22,7 +22,8 @@ const char list_usage[] =
 	"Stored tasks, newest first.\n"
 	"  --since DUR     only tasks started within DUR (90s, 30m, 12h, 7d, 2w)\n"
 	"  --label K=V     only tasks with this label (repeatable; host labels too)\n"
-	"  --status S      running, exited, signaled, lost, not_found or exec_failed\n"
+	"  --status S      running, exited, signaled, lost, not_found, exec_failed,\n"
+	"                  ended or interrupted\n"
 	"  --limit N       at most N tasks (default 50)\n";
 const char show_usage[] =
 	"usage: taskprobe show ID\nOne stored task's summary (the newest with that id).\n";
@@ -147,9 +148,10 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 		case Q_STATUS:
 			if (strcmp(optarg, "running") && strcmp(optarg, "exited") &&
 			    strcmp(optarg, "signaled") && strcmp(optarg, "lost") &&
-			    strcmp(optarg, "not_found") && strcmp(optarg, "exec_failed")) {
+			    strcmp(optarg, "not_found") && strcmp(optarg, "exec_failed") &&
+			    strcmp(optarg, "ended") && strcmp(optarg, "interrupted")) {
 				tp_err("%s: invalid --status '%.32s': running, exited, signaled, lost, "
-				       "not_found or exec_failed",
+				       "not_found, exec_failed, ended or interrupted",
 				       cmd, optarg);
 				return -EINVAL;
 			}

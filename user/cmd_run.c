@@ -341,7 +341,7 @@ struct run_state {
 	struct collector *c;
 	struct output out;
 	struct loop loop;
-	struct loop_handler sig_h, ring_h, out_h[2];
+	struct loop_handler sig_h, out_h[2];
 	pid_t pid;
 	int pidfd;
 	int wstatus;
@@ -418,24 +418,6 @@ static void on_signalfd(struct loop *l, void *ctx, int fd, uint32_t events)
 		on_signal(ctx, &si);
 }
 
-static void on_ring(struct loop *l, void *ctx, int fd, uint32_t events)
-{
-	struct run_state *st = ctx;
-
-	(void)l, (void)fd, (void)events;
-	collector__poll(st->c, 0);
-}
-
-/* The drain the ring's fd does not promise (COLLECTOR_DRAIN_MS), and what is due. */
-static void collector_tick(struct loop *l, void *ctx, __u64 now)
-{
-	struct run_state *st = ctx;
-
-	(void)l;
-	collector__poll(st->c, 0);
-	collector__tick(st->c, now);
-}
-
 static void on_output(struct loop *l, void *ctx, int fd, uint32_t events)
 {
 	struct run_state *st = ctx;
@@ -454,23 +436,17 @@ static void on_task_done(void *ctx, struct session *s)
 	loop__stop(&st->loop);
 }
 
-/* The signalfd, the ring buffer, the task's output and the collector's tick. */
+/* The signalfd and the task's output. */
 static int watch(struct run_state *st, int sfd)
 {
 	int err;
 
 	st->sig_h = (struct loop_handler){ sfd, EPOLLIN, on_signalfd, st };
-	st->ring_h = (struct loop_handler){ collector__epoll_fd(st->c), EPOLLIN, on_ring, st };
 	err = loop__add(&st->loop, &st->sig_h);
-	if (!err)
-		err = loop__add(&st->loop, &st->ring_h);
 	for (int i = 0; i < st->out.n && !err; i++) {
 		st->out_h[i] = (struct loop_handler){ st->out.s[i].in_fd, EPOLLIN, on_output, st };
 		err = loop__add(&st->loop, &st->out_h[i]);
 	}
-	/* Before the session's: a sample reads what was drained just now. */
-	if (!err)
-		err = loop__on_tick(&st->loop, collector_tick, st);
 	return err;
 }
 
@@ -565,6 +541,9 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 	if (err)
 		return err;
 	err = loop__init(&st->loop, COLLECTOR_DRAIN_MS);
+	/* The collector's tick before the session's: a sample reads what was just drained. */
+	if (!err)
+		err = collector__watch(st->c, &st->loop);
 	if (err) {
 		tp_err("cannot set up the event loop: %s", strerror(-err));
 		return err;

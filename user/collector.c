@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 
 #include "cgroup.h"
 #include "collector.h"
+#include "loop.h"
 #include "htab.h"
 #include "net.h"
 #include "taskprobe.skel.h"
@@ -120,6 +122,7 @@ struct collector {
 	int nscans;
 	__u64 lib_attach_errors;
 	struct slot slots[TP_MAX_TASKS];
+	struct loop_handler ring_h;
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -1022,6 +1025,29 @@ int collector__poll(struct collector *c, int timeout_ms)
 	if (n == -EINTR)
 		return 0;
 	return n < 0 ? n : 0;
+}
+
+static void on_ring(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	(void)l, (void)fd, (void)events;
+	collector__poll(ctx, 0);
+}
+
+/* The drain the ring's fd does not promise (COLLECTOR_DRAIN_MS), and what is due. */
+static void on_tick(struct loop *l, void *ctx, __u64 now)
+{
+	(void)l;
+	collector__poll(ctx, 0);
+	collector__tick(ctx, now);
+}
+
+int collector__watch(struct collector *c, struct loop *l)
+{
+	int err;
+
+	c->ring_h = (struct loop_handler){ ring_buffer__epoll_fd(c->rb), EPOLLIN, on_ring, c };
+	err = loop__add(l, &c->ring_h);
+	return err ? err : loop__on_tick(l, on_tick, c);
 }
 
 int collector__sync(struct collector *c)

@@ -91,6 +91,12 @@ int collector__poll(struct collector *c, int timeout_ms);
  * just exec'd, repeated as their libraries load. The event loop's tick calls it.
  */
 void collector__tick(struct collector *c, __u64 now);
+struct loop;
+/*
+ * Registers the ring buffer's fd and the tick (drain, then collector__tick) on l:
+ * before the sessions' ticks, so that a sample reads what was drained just then.
+ */
+int collector__watch(struct collector *c, struct loop *l);
 /*
  * Makes every figure of threads that already exited final: each CPU is made to
  * switch once (a dying thread's last slice is counted at its last switch), then the

@@ -19,6 +19,8 @@ static const struct command commands[] = {
 	{ "hist", cmd_hist, "a stored task's histograms as text bars" },
 	{ "series", cmd_series, "a stored task's time series in fixed buckets" },
 	{ "count", cmd_count, "a metric summed over stored tasks, grouped by a label" },
+	{ "daemon", cmd_daemon, "one collector for the host, for tasks that workers start" },
+	{ "task", cmd_task, "start or end a worker's own cgroup as a task of the daemon" },
 	{ "doctor", cmd_doctor, "check what this host has and lacks for taskprobe" },
 	{ "phase", cmd_phase, "inside a task: begin or end a phase" },
 	{ "emit", cmd_emit, "inside a task: send a counter, gauge or timer" },

@@ -38,7 +38,8 @@ static void sweep_stale(void)
 		char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 		int pid;
 
-		if (sscanf(de->d_name, "run-%d.sock", &pid) != 1 || pid <= 0)
+		/* run-PID.sock or run-PID-N.sock */
+		if (sscanf(de->d_name, "run-%d", &pid) != 1 || pid <= 0)
 			continue;
 		if (kill(pid, 0) && errno == ESRCH) {
 			snprintf(path, sizeof(path), "%s/%s", MSOCK_DIR, de->d_name);
@@ -52,13 +53,19 @@ int msock__open(struct msock *m)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int one = 1, rcvbuf = 4 << 20;
+	static unsigned seq;
 
 	m->fd = -1;
 	memset(&m->senders, 0, sizeof(m->senders));
 	if (mkdir(MSOCK_DIR, 0755) && errno != EEXIST)
 		return -errno;
 	sweep_stale();
-	snprintf(m->path, sizeof(m->path), "%s/run-%d.sock", MSOCK_DIR, (int)getpid());
+	/* The pid first, for the sweep; then which of this process's tasks (a daemon's many). */
+	if (seq++)
+		snprintf(m->path, sizeof(m->path), "%s/run-%d-%u.sock", MSOCK_DIR, (int)getpid(),
+			 seq);
+	else
+		snprintf(m->path, sizeof(m->path), "%s/run-%d.sock", MSOCK_DIR, (int)getpid());
 	unlink(m->path);
 	m->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (m->fd < 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -342,6 +343,29 @@ static void fill_identity(struct session *s)
 		strcpy(t->host, "unknown");
 }
 
+/* A cgroup a worker manages (a container's, a unit's): it must be below the mount. */
+static int adopt_cgroup(struct session *s)
+{
+	char real[PATH_MAX], root[PATH_MAX];
+	struct stat st;
+	size_t n;
+
+	if (!realpath(s->p.cgroup, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) {
+		tp_err("cgroup %s: %s", s->p.cgroup, strerror(errno ? errno : ENOTDIR));
+		return -ENOENT;
+	}
+	if (!realpath(s->p.root, root))
+		snprintf(root, sizeof(root), "%s", s->p.root);
+	n = strlen(root);
+	if (strncmp(real, root, n) || real[n] != '/') {
+		tp_err("cgroup %s is not below the cgroup2 mount %s", s->p.cgroup, root);
+		return -EINVAL;
+	}
+	snprintf(s->cgroup, sizeof(s->cgroup), "%s", real);
+	s->adopted = true;
+	return 0;
+}
+
 int session__start(struct session *s, struct collector *c, struct store *store, struct loop *loop)
 {
 	struct label host_labels[HOST_LABELS];
@@ -352,17 +376,24 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	s->loop = loop;
 	s->rules.phase_fn = on_phase_rule;
 	s->rules.phase_ctx = s;
-	err = cgroup_make_task(s->p.root, s->p.id, s->cgroup, sizeof(s->cgroup));
-	if (err) {
-		report_cgroup_error(err, s->p.id, s->p.root);
-		s->cgroup[0] = '\0'; /* not ours: never remove it */
-		return err;
+	if (s->p.cgroup) {
+		err = adopt_cgroup(s);
+		if (err)
+			return err;
+	} else {
+		err = cgroup_make_task(s->p.root, s->p.id, s->cgroup, sizeof(s->cgroup));
+		if (err) {
+			report_cgroup_error(err, s->p.id, s->p.root);
+			s->cgroup[0] = '\0'; /* not ours: never remove it */
+			return err;
+		}
 	}
 	/*
 	 * No memory controller on cgroup2 (hybrid hosts): the kernel's charge comes from
-	 * a v1 memory cgroup of the task's own; else the BPF sum of resident pages.
+	 * a v1 memory cgroup of the task's own; else the BPF sum of resident pages. A
+	 * cgroup that is someone else's has its processes already: no mirror then.
 	 */
-	if (cgroup_read_u64(s->cgroup, "memory.peak", &(__u64){ 0 }) &&
+	if (!s->adopted && cgroup_read_u64(s->cgroup, "memory.peak", &(__u64){ 0 }) &&
 	    cgroup_v1_memory_make(s->p.id, s->memcg, sizeof(s->memcg)))
 		s->memcg[0] = '\0';
 	s->slot = collector__track(c, s->cgroup);
@@ -372,6 +403,12 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	}
 	collector__on_exec(c, s->slot, on_exec, s);
 	s->cg_rel = s->cgroup + strlen(s->p.root);
+	if (s->adopted) {
+		char root[PATH_MAX];
+
+		/* The resolved path: the mount's own may have been given through a link. */
+		s->cg_rel = s->cgroup + strlen(realpath(s->p.root, root) ? root : s->p.root);
+	}
 	/* Without the socket the task still runs, only its own metrics are not taken. */
 	err = msock__open(&s->msock);
 	if (err)
@@ -493,7 +530,7 @@ void session__fini(struct session *s)
 		collector__untrack(s->c, s->slot);
 	if (s->memcg[0] && s->action != LEFTOVER_KEPT)
 		cgroup_remove_task(s->memcg);
-	if (s->cgroup[0] && s->action != LEFTOVER_KEPT)
+	if (s->cgroup[0] && !s->adopted && s->action != LEFTOVER_KEPT)
 		cgroup_remove_task(s->cgroup);
 	if (s->events_fd >= 0)
 		close(s->events_fd);

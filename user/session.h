@@ -38,6 +38,7 @@ struct session_params {
 	const char *config_path; /* its counting rules, NULL: the default config's */
 	const char *rules_path;	 /* more rules, or NULL */
 	const char *root;	 /* the cgroup2 mount */
+	const char *cgroup;	 /* track this cgroup (task start), never removed; NULL: make one */
 	__u64 interval_ms;	 /* series sampling */
 	__u64 grace_s;		 /* leftovers' time before cgroup.kill */
 	bool keep_leftovers;
@@ -69,6 +70,7 @@ struct session {
 	struct loop_handler events_h;
 	struct loop_handler msock_h;
 	struct loop *loop;
+	bool adopted; /* the cgroup is someone else's: tracked, not made or removed */
 	bool main_done;
 	bool done;
 	int leftovers;

@@ -19,10 +19,9 @@ static const char *const leftover_names[] = {
 };
 
 const char *const task_status_names[TASK_END_KINDS] = {
-	[TASK_EXITED] = "exited",
-	[TASK_SIGNALED] = "signaled",
-	[TASK_NOT_FOUND] = "not_found",
-	[TASK_EXEC_FAILED] = "exec_failed",
+	[TASK_EXITED] = "exited",	[TASK_SIGNALED] = "signaled",
+	[TASK_NOT_FOUND] = "not_found", [TASK_EXEC_FAILED] = "exec_failed",
+	[TASK_ENDED] = "ended",		[TASK_INTERRUPTED] = "interrupted",
 };
 
 int task_exit_status(const struct task_record *t)
@@ -34,6 +33,9 @@ int task_exit_status(const struct task_record *t)
 		return 127;
 	case TASK_EXEC_FAILED:
 		return 126;
+	case TASK_ENDED:
+	case TASK_INTERRUPTED:
+		return 0;
 	default:
 		return t->exit_code;
 	}
@@ -144,6 +146,9 @@ static void print_end(FILE *f, const struct task_record *t)
 		fprintf(f, "taskprobe: task never ran: its command %s (exit status %d)\n",
 			t->end == TASK_NOT_FOUND ? "was not found" : "could not be executed",
 			task_exit_status(t));
+	else if (t->end == TASK_ENDED || t->end == TASK_INTERRUPTED)
+		fprintf(f, "taskprobe: task %s after %s\n",
+			t->end == TASK_ENDED ? "ended" : "interrupted (the daemon stopped)", wall);
 	else
 		fprintf(f, "taskprobe: task exited %d after %s\n", t->exit_code, wall);
 	/* Ids may be 128 characters: keep their tail, where CI systems put the number. */

@@ -23,6 +23,8 @@ enum task_end {
 	TASK_SIGNALED,
 	TASK_NOT_FOUND,	  /* CMD was not found: exit status 127 */
 	TASK_EXEC_FAILED, /* CMD could not be executed (permissions, format): 126 */
+	TASK_ENDED,	  /* a cgroup tracked by `task start`, ended by `task end` */
+	TASK_INTERRUPTED, /* the daemon stopped before `task end`: the figures so far */
 	TASK_END_KINDS,
 };
 
