@@ -37,7 +37,7 @@ CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-
 	     -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' \
 	     -Iinclude -Iuser -I$(BPFOUT) -MMD -MP $(SANFLAGS)
 LDFLAGS   += $(SANFLAGS)
-LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8
+LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8 -lmicrohttpd
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Werror -Wall \
 	     -Iinclude -I$(BPFOUT)
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "api.h"
 #include "cgroup.h"
 #include "collector.h"
 #include "commands.h"
@@ -34,11 +35,14 @@
 
 const char daemon_usage[] =
 	"usage: taskprobe daemon [--config PATH] [--db PATH] [--socket PATH]\n"
+	"                        [--listen ADDR:PORT|off]\n"
 	"One collector for the host: tracks the cgroups that 'taskprobe task start' names\n"
 	"until 'taskprobe task end', and stores their records.\n"
 	"  --config PATH   config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  --db PATH       the task database (default: the config's db)\n"
 	"  --socket PATH   the control socket (default " CONTROL_SOCKET ")\n"
+	"  --listen A:P    the HTTP API (default: the config's listen, " API_LISTEN_DEFAULT ");\n"
+	"                  off: none. Not loopback: needs api_token in the config\n"
 	"SIGTERM or SIGINT ends every task still tracked as 'interrupted', then exits 0.\n";
 
 /* A task of the daemon's: its session, and the strings its parameters point to. */
@@ -319,10 +323,12 @@ int cmd_daemon(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "db", required_argument, NULL, 'd' },
 		{ "socket", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = NULL, *sock = NULL;
+	const char *db = NULL, *sock = NULL, *listen_at = NULL;
+	struct api *api = NULL;
 	struct collector_opts copts = { 0 };
 	struct daemon d = { .lfd = -1, .sfd = -1 };
 	struct session probe;
@@ -342,6 +348,9 @@ int cmd_daemon(int argc, char **argv)
 			break;
 		case 's':
 			sock = optarg;
+			break;
+		case 'L':
+			listen_at = optarg;
 			break;
 		case 'h':
 			fputs(daemon_usage, stdout);
@@ -399,7 +408,14 @@ int cmd_daemon(int argc, char **argv)
 		tp_err("cannot set up the event loop: %s", strerror(errno));
 		goto out;
 	}
-	fprintf(stderr, "taskprobe: daemon listening on %s\n", control_path(sock));
+	listen_at = listen_at ? listen_at : d.cfg.listen;
+	if (strcmp(listen_at, "off")) {
+		api = api__open(listen_at, d.cfg.api_token, d.store, &d.loop);
+		if (!api)
+			goto out;
+	}
+	fprintf(stderr, "taskprobe: daemon listening on %s%s%s\n", control_path(sock),
+		api ? ", HTTP on " : "", api ? listen_at : "");
 	if (loop__run(&d.loop))
 		goto out;
 	/* Stopped: what the tasks still tracked did so far is kept, said interrupted. */
@@ -408,6 +424,7 @@ int cmd_daemon(int argc, char **argv)
 		end_task(&d, d.tasks[0], TASK_INTERRUPTED, -1);
 	err = 0;
 out:
+	api__close(api);
 	while (d.ntasks)
 		drop_task(&d, d.tasks[0]);
 	if (d.lfd >= 0) {

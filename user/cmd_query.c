@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "config.h"
-#include "metrics.h"
+#include "query.h"
 #include "series.h"
 #include "store.h"
 
@@ -238,23 +238,11 @@ static int list_task(void *ctx, const struct store_task_row *r)
 	char when[40], wall[32], cpu[32], mem[32];
 	struct jw *w = &lo->w;
 
-	tp_fmt_time(when, sizeof(when), r->start_ns);
 	if (lo->json) {
-		jw_obj_begin(w);
-		jw_kstr(w, "id", r->id);
-		jw_kstr(w, "status", r->status);
-		jw_kstr(w, "start", when);
-		jw_ku64(w, "start_ns", r->start_ns);
-		jw_key(w, "wall_ns");
-		r->ended ? jw_u64(w, r->wall_ns) : jw_null(w);
-		jw_key(w, "exit_status");
-		r->ended ? jw_i64(w, r->exit_status) : jw_null(w);
-		jw_key(w, "cpu.time_ns");
-		r->ended ? jw_u64(w, (__u64)r->cpu_ns) : jw_null(w);
-		jw_kstr(w, "command", r->command);
-		jw_obj_end(w);
+		query_json_task(w, r);
 		return 0;
 	}
+	tp_fmt_time(when, sizeof(when), r->start_ns);
 	/* "MM-DD HH:MM:SS": the year is rarely news, and the line stays in 80 columns. */
 	when[10] = ' ';
 	when[19] = '\0';
@@ -375,14 +363,6 @@ out:
 	return ret;
 }
 
-/* A stored histogram's name, from its own or the short one a user may type. */
-static const char *hist_name(const char *name)
-{
-	const struct hist_desc *d = hist_desc_find(name);
-
-	return d ? d->name : name;
-}
-
 struct hist_out {
 	bool json;
 	struct jw w;
@@ -397,19 +377,7 @@ static int hist_one(void *ctx, const struct store_hist_row *r)
 
 	ho->found++;
 	if (ho->json) {
-		jw_key(w, r->name);
-		jw_obj_begin(w);
-		jw_kstr(w, "unit", r->unit);
-		jw_ku64(w, "count", r->h.count);
-		jw_ku64(w, "sum", r->h.sum);
-		jw_ku64(w, "p50", hist_quantile(&r->h, 0.5));
-		jw_ku64(w, "p99", hist_quantile(&r->h, 0.99));
-		jw_key(w, "slots");
-		jw_arr_begin(w);
-		for (int i = 0; i < TP_HIST_SLOTS; i++)
-			jw_u64(w, r->h.slots[i]);
-		jw_arr_end(w);
-		jw_obj_end(w);
+		query_json_hist(w, r);
 		return 0;
 	}
 	printf("%s: %llu values, p50 %s, p99 %s\n", r->name, (unsigned long long)r->h.count,
@@ -436,8 +404,8 @@ int cmd_hist(int argc, char **argv)
 		jw_init(&ho.w, stdout, true);
 		jw_obj_begin(&ho.w);
 	}
-	err = store__histograms(s, ref.tid, hist_name(q.nargs > 1 ? q.args[1] : NULL), hist_one,
-				&ho);
+	err = store__histograms(s, ref.tid, query_hist_name(q.nargs > 1 ? q.args[1] : NULL),
+				hist_one, &ho);
 	if (q.json)
 		jw_obj_end(&ho.w);
 	if (err)
@@ -566,19 +534,6 @@ out:
 	return ret;
 }
 
-static bool valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > 200)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' || *s == '-'))
-			return false;
-	return true;
-}
-
 struct count_out {
 	bool json;
 	struct jw w;
@@ -592,15 +547,10 @@ static int count_group(void *ctx, const struct store_count_row *r)
 
 	co->tasks += r->tasks;
 	co->total += r->sum;
-	if (co->json) {
-		jw_obj_begin(&co->w);
-		jw_kstr(&co->w, "value", r->group);
-		jw_ku64(&co->w, "tasks", (__u64)r->tasks);
-		jw_kdouble(&co->w, "sum", r->sum);
-		jw_obj_end(&co->w);
-	} else {
+	if (co->json)
+		query_json_group(&co->w, r);
+	else
 		printf("%-32.32s %8ld %20.10g\n", r->group, r->tasks, r->sum);
-	}
 	return 0;
 }
 
@@ -615,10 +565,10 @@ int cmd_count(int argc, char **argv)
 
 	if (rc)
 		return rc > 0 ? 0 : EXIT_USAGE;
-	if (!valid_name(q.args[0]) || (q.by && !valid_name(q.by))) {
+	if (!query_valid_name(q.args[0]) || (q.by && !query_valid_name(q.by))) {
 		tp_err("count: invalid %s '%.64s': use A-Z a-z 0-9 _ . -",
-		       valid_name(q.args[0]) ? "label" : "metric",
-		       valid_name(q.args[0]) ? q.by : q.args[0]);
+		       query_valid_name(q.args[0]) ? "label" : "metric",
+		       query_valid_name(q.args[0]) ? q.by : q.args[0]);
 		return EXIT_USAGE;
 	}
 	s = open_db(&q);

@@ -19,6 +19,7 @@ void config_defaults(struct config *c)
 	snprintf(c->db, sizeof(c->db), "%s", TP_DEFAULT_DB);
 	c->db_gid = (gid_t)-1;
 	c->retain_days = 30;
+	snprintf(c->listen, sizeof(c->listen), "%s", "127.0.0.1:9464");
 	c->max_db_mb = 1024;
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
@@ -99,8 +100,18 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 			return -EINVAL;
 		return set_str(out, sizeof(c->phase_begin_marker), val);
 	}
+	if (!strcmp(key, "listen")) {
+		*why = "listen takes ADDR:PORT (127.0.0.1:9464, [::1]:9464) or off";
+		return strchr(val, ' ') ? -EINVAL : set_str(c->listen, sizeof(c->listen), val);
+	}
+	if (!strcmp(key, "api_token")) {
+		*why = "api_token takes 16 to 256 printable characters without spaces";
+		if (strlen(val) < 16 || strchr(val, ' '))
+			return -EINVAL;
+		return set_str(c->api_token, sizeof(c->api_token), val);
+	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token)";
 	return -EINVAL;
 }
 

@@ -22,6 +22,8 @@ struct config {
 	char phase_begin_marker[64]; /* an output line "MARKER name" begins a phase */
 	char phase_end_marker[64];
 	struct http_ports http_ports; /* refused/timed-out connects there are HTTP failures */
+	char listen[128];	      /* the daemon's HTTP API, ADDR:PORT, or "off" */
+	char api_token[257];	      /* required of every API request when set */
 };
 
 void config_defaults(struct config *c);

@@ -72,6 +72,29 @@ static int run_in(const char *cg, const char *script)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* GET url with curl: the body in r->out (the status code cut off), the code returned. */
+static int http_get(struct tu_result *r, const char *url, const char *token)
+{
+	char auth[320];
+	char *nl;
+	int code;
+
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token ? token : "");
+	if (token)
+		tu_run((char *[]){ "curl", "-s", "-H", auth, "-w", "\n%{http_code}", (char *)url,
+				   NULL },
+		       r, 30);
+	else
+		tu_run((char *[]){ "curl", "-s", "-w", "\n%{http_code}", (char *)url, NULL }, r,
+		       30);
+	nl = r->out ? strrchr(r->out, '\n') : NULL;
+	if (!nl)
+		return -1;
+	code = atoi(nl + 1);
+	*nl = '\0';
+	return code;
+}
+
 /*
  * A worker's cgroup, tracked from `task start` to `task end` by a daemon: the counts
  * are the processes the test made there, the CPU is the cgroup's own cpu.stat, and a
@@ -81,7 +104,7 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 {
 	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *json = tu_tmp("t1.json");
 	const char *truth = tu_tmp("truth");
-	char cg[4096], script[1024], sock_opt[4200];
+	char cg[4096], script[1024], sock_opt[4200], listen[64], base[64], url[256];
 	const struct json *rec;
 	struct cg_cpu_stat cs;
 	struct tu_result r;
@@ -91,7 +114,11 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
 		return;
 	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
-	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt, NULL });
+	/* A port of this test's own on loopback. */
+	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + getpid() % 20000);
+	snprintf(base, sizeof(base), "http://%s", listen + 9);
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt, listen,
+				 NULL });
 	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
 		return;
 	/* A second daemon on the same socket refuses to start. */
@@ -133,6 +160,32 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), cs.usage_us * 1000.0, 0.02,
 		    "CPU vs the cgroup's cpu.stat");
 	ASSERT_GE(tu_metric(rec, "cpu.time_ns"), children + self, "at least burn's rusage");
+	/* The HTTP API answers from the store what the CLI does. */
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET the task");
+	ASSERT_EQ(tu_metric(tu_parse_json(r.out), "proc.execs"), 22, "its execs, over HTTP");
+	ASSERT_EQ(tu_metric(tu_parse_json(r.out), "cpu.time_ns"), tu_metric(rec, "cpu.time_ns"),
+		  "its CPU, the record's");
+	snprintf(url, sizeof(url), "%s/api/v1/count?metric=proc.execs&label=job=build&by=job",
+		 base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET count");
+	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum"), 22, "count over HTTP");
+	snprintf(url, sizeof(url), "%s/api/v1/tasks?status=ended&label=job=build", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET tasks");
+	ASSERT_STREQ(json_str(json_at(tu_parse_json(r.out), 0), "id"), "t1", "the ended task");
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/histograms", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET histograms");
+	ASSERT_EQ(tu_num(json_get(tu_parse_json(r.out), "cpu.runq_latency"), "count"),
+		  tu_num(json_get(json_get(rec, "histograms"), "cpu.runq_latency"), "count"),
+		  "the run-queue histogram, the record's");
+	snprintf(url, sizeof(url), "%s/api/v1/tasks?since=bogus", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 400, "a bad parameter");
+	ASSERT_TRUE(json_str(tu_parse_json(r.out), "error")[0] != '\0', "says why, in JSON");
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/nosuch", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 404, "an unknown id");
+	snprintf(url, sizeof(url), "%s/api/v1/count?metric=no.such", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 404, "an unknown metric");
+
 	tu_tp(&r, 30, "task", "end", "t1", sock_opt, NULL);
 	ASSERT_EQ(r.status, 1, "ended already");
 	ASSERT_TRUE(strstr(r.err, "no task 't1' is tracked") != NULL, "says why");
@@ -156,4 +209,32 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_EQ(r.status, 1, "no daemon");
 	ASSERT_TRUE(strstr(r.err, "no daemon answers") != NULL, "says why");
 	ASSERT_TRUE(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "in one line");
+}
+
+/* With api_token set, a request without the token gets 401; off loopback needs one. */
+TEST(TIER_E2E, api_token_is_required)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *conf = tu_tmp("tp.conf");
+	char sock_opt[4200], conf_opt[4200], listen[64], url[128];
+	static const char token[] = "s3cret-token-0123456789";
+	struct tu_result r;
+	pid_t d;
+
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	tu_tp(&r, 30, "daemon", "--db", db, sock_opt, "--listen=0.0.0.0:1", NULL);
+	ASSERT_EQ(r.status, 1, "not loopback, no token");
+	ASSERT_TRUE(strstr(r.err, "set api_token") != NULL, "says what to do");
+	tu_write_file(conf, "api_token = s3cret-token-0123456789\n");
+	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + (getpid() + 7) % 20000);
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
+				 listen, NULL });
+	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+		return;
+	snprintf(url, sizeof(url), "http://%s/healthz", listen + 9);
+	ASSERT_EQ(http_get(&r, url, NULL), 401, "no token");
+	ASSERT_EQ(http_get(&r, url, "wrong-token-0123456789"), 401, "a wrong token");
+	ASSERT_EQ(http_get(&r, url, token), 200, "the token");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }

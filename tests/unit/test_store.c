@@ -98,6 +98,12 @@ TEST(TIER_UNIT, config_lines)
 	ASSERT_EQ(config_parse(&c, "t.conf", "ok = 1\n"), -EINVAL, "unknown key");
 	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days\n"), -EINVAL, "no '='");
 	ASSERT_EQ(config_parse(&c, "t.conf", "db = relative.db\n"), -EINVAL, "relative db");
+	ASSERT_STREQ(c.listen, "127.0.0.1:9464", "the API's default address");
+	ASSERT_OK(config_parse(&c, "t.conf", "listen = [::1]:9000\napi_token = 0123456789abcdef\n"),
+		  "listen and api_token");
+	ASSERT_STREQ(c.listen, "[::1]:9000", "listen");
+	ASSERT_STREQ(c.api_token, "0123456789abcdef", "api_token");
+	ASSERT_EQ(config_parse(&c, "t.conf", "api_token = short\n"), -EINVAL, "a short token");
 }
 
 static int user_version(const char *path)

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The HTTP API: routes, parameters, answers; libmicrohttpd driven by our event loop. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "api.h"
+#include "loop.h"
+#include "query.h"
+#include "store.h"
+#include "util.h"
+
+#define API_LABELS_MAX 16
+
+struct api {
+	struct MHD_Daemon *mhd;
+	struct store *store;
+	struct loop *loop;
+	struct loop_handler h;
+	char token[257];
+};
+
+/* An answer being built: JSON into memory, then its status. */
+struct answer {
+	char *buf;
+	size_t len;
+	FILE *f;
+	struct jw w;
+	unsigned status;
+};
+
+static int answer_begin(struct answer *a)
+{
+	a->buf = NULL;
+	a->len = 0;
+	a->status = MHD_HTTP_OK;
+	a->f = open_memstream(&a->buf, &a->len);
+	if (!a->f) {
+		a->buf = NULL;
+		return -ENOMEM;
+	}
+	jw_init(&a->w, a->f, false);
+	return 0;
+}
+
+static enum MHD_Result send_answer(struct MHD_Connection *conn, struct answer *a)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!a->f)
+		return MHD_NO;
+	fputc('\n', a->f);
+	fclose(a->f);
+	r = MHD_create_response_from_buffer(a->len, a->buf, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(a->buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, a->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* {"error": msg}, with its status. */
+static void fail(struct answer *a, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fail(struct answer *a, unsigned status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* Whatever was written goes: the answer is the error alone. */
+	fclose(a->f);
+	free(a->buf);
+	if (answer_begin(a))
+		return;
+	jw_obj_begin(&a->w);
+	jw_kstr(&a->w, "error", msg);
+	jw_obj_end(&a->w);
+	a->status = status;
+}
+
+/* The filters of /tasks and /count; false after fail(). */
+struct params {
+	struct store_filter f;
+	struct label labels[API_LABELS_MAX];
+	char kv[API_LABELS_MAX][TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2];
+	int bad_label;
+};
+
+static enum MHD_Result collect_label(void *ctx, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	struct params *p = ctx;
+	const char *why;
+	int i = p->f.nlabels;
+
+	(void)kind;
+	if (strcmp(key, "label"))
+		return MHD_YES;
+	if (i >= API_LABELS_MAX || !value || strlen(value) >= sizeof(p->kv[0])) {
+		p->bad_label = 1;
+		return MHD_NO;
+	}
+	snprintf(p->kv[i], sizeof(p->kv[0]), "%s", value);
+	if (tp_parse_label(p->kv[i], &p->labels[i].key, &p->labels[i].val, &why)) {
+		p->bad_label = 1;
+		return MHD_NO;
+	}
+	p->f.nlabels++;
+	return MHD_YES;
+}
+
+static bool parse_filters(struct MHD_Connection *conn, struct answer *a, struct params *p)
+{
+	const char *since = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
+	const char *status = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "status");
+	static const char *const statuses[] = { "running", "exited",	 "signaled",
+						"lost",	   "not_found",	 "exec_failed",
+						"ended",   "interrupted" };
+	__u64 ns;
+
+	memset(p, 0, sizeof(*p));
+	p->f.labels = p->labels;
+	if (since) {
+		if (tp_parse_duration(since, &ns)) {
+			fail(a, MHD_HTTP_BAD_REQUEST,
+			     "invalid since '%.32s': use 90s, 30m, 12h, 7d or 2w", since);
+			return false;
+		}
+		p->f.since_ns = (__s64)(tp_realtime_ns() - ns);
+	}
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_label, p);
+	if (p->bad_label) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid label: K=V, at most %d", API_LABELS_MAX);
+		return false;
+	}
+	if (status) {
+		bool known = false;
+
+		for (size_t i = 0; i < ARRAY_SIZE(statuses); i++)
+			known |= !strcmp(status, statuses[i]);
+		if (!known) {
+			fail(a, MHD_HTTP_BAD_REQUEST, "invalid status '%.32s'", status);
+			return false;
+		}
+		p->f.status = status;
+	}
+	return true;
+}
+
+static int list_row(void *ctx, const struct store_task_row *r)
+{
+	query_json_task(ctx, r);
+	return 0;
+}
+
+static void get_tasks(struct api *api, struct MHD_Connection *conn, struct answer *a)
+{
+	const char *limit = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit");
+	struct params p;
+	__u64 n = 50;
+
+	if (!parse_filters(conn, a, &p))
+		return;
+	if (limit && (tp_parse_u64(limit, 1000000, &n) || !n)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid limit '%.32s': 1 to 1000000", limit);
+		return;
+	}
+	jw_arr_begin(&a->w);
+	if (store__list(api->store, &p.f, (long)n, list_row, &a->w)) {
+		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		     "the database failed; the daemon's log says how");
+		return;
+	}
+	jw_arr_end(&a->w);
+}
+
+static int hist_row(void *ctx, const struct store_hist_row *r)
+{
+	query_json_hist(ctx, r);
+	return 0;
+}
+
+static void get_task(struct api *api, const char *id, bool hists, struct answer *a)
+{
+	struct store_task t;
+	int err;
+
+	if (!tp_valid_id(id)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid task id: use " TP_ID_RULE);
+		return;
+	}
+	err = store__find(api->store, id, &t);
+	if (err == -ENOENT) {
+		fail(a, MHD_HTTP_NOT_FOUND, "no stored task '%s'", id);
+		return;
+	}
+	if (err) {
+		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		     "the database failed; the daemon's log says how");
+		return;
+	}
+	if (hists) {
+		jw_obj_begin(&a->w);
+		err = store__histograms(api->store, t.tid, NULL, hist_row, &a->w);
+		jw_obj_end(&a->w);
+		if (err)
+			fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "the database failed");
+	} else if (t.record) {
+		fputs(t.record, a->f);
+	} else {
+		/* Running, or lost: no figures stored yet. */
+		jw_obj_begin(&a->w);
+		jw_kstr(&a->w, "id", id);
+		jw_kstr(&a->w, "status", t.status);
+		jw_ku64(&a->w, "wall_ns", t.wall_ns);
+		jw_obj_end(&a->w);
+	}
+	free(t.record);
+}
+
+struct count_out {
+	struct jw *w;
+	__u64 tasks;
+	double sum;
+};
+
+static int count_row(void *ctx, const struct store_count_row *r)
+{
+	struct count_out *co = ctx;
+
+	co->tasks += (__u64)r->tasks;
+	co->sum += r->sum;
+	query_json_group(co->w, r);
+	return 0;
+}
+
+static void get_count(struct api *api, struct MHD_Connection *conn, struct answer *a)
+{
+	const char *metric = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "metric");
+	const char *by = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "by");
+	const char *host = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "host");
+	struct count_out co = { &a->w, 0, 0 };
+	struct params p;
+	int has;
+
+	if (!metric || !query_valid_name(metric) || (by && !query_valid_name(by))) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "%s: use A-Z a-z 0-9 _ . -",
+		     !metric ? "metric= is required" : "invalid metric or by");
+		return;
+	}
+	if (host && (!*host || strlen(host) > 253)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid host glob");
+		return;
+	}
+	if (!parse_filters(conn, a, &p))
+		return;
+	has = store__has_metric(api->store, metric);
+	if (has <= 0) {
+		fail(a, has ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_NOT_FOUND,
+		     has ? "the database failed" : "no stored task has metric '%s'", metric);
+		return;
+	}
+	jw_obj_begin(&a->w);
+	jw_kstr(&a->w, "metric", metric);
+	jw_key(&a->w, "by");
+	by ? jw_str(&a->w, by) : jw_null(&a->w);
+	jw_key(&a->w, "groups");
+	jw_arr_begin(&a->w);
+	if (store__count(api->store, metric, &p.f, by, host, count_row, &co)) {
+		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "the database failed");
+		return;
+	}
+	jw_arr_end(&a->w);
+	jw_ku64(&a->w, "tasks", co.tasks);
+	jw_kdouble(&a->w, "sum", co.sum);
+	jw_obj_end(&a->w);
+}
+
+/* The bearer token, compared in constant time. */
+static bool authorized(const struct api *api, struct MHD_Connection *conn)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	size_t n = strlen(api->token);
+	unsigned char diff = 0;
+
+	if (!api->token[0])
+		return true;
+	if (!h || strncmp(h, "Bearer ", 7) || strlen(h + 7) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)(h[7 + i] ^ api->token[i]);
+	return !diff;
+}
+
+static enum MHD_Result on_request(void *ctx, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_len, void **state)
+{
+	struct api *api = ctx;
+	struct answer a;
+	const char *rest;
+
+	(void)version, (void)upload, (void)upload_len, (void)state;
+	if (answer_begin(&a))
+		return MHD_NO;
+	if (!authorized(api, conn)) {
+		fail(&a, MHD_HTTP_UNAUTHORIZED, "a bearer token is required (api_token)");
+	} else if (strcmp(method, "GET")) {
+		fail(&a, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
+	} else if (!strcmp(url, "/healthz")) {
+		jw_obj_begin(&a.w);
+		jw_kstr(&a.w, "status", "ok");
+		jw_obj_end(&a.w);
+	} else if (!strcmp(url, "/api/v1/tasks")) {
+		get_tasks(api, conn, &a);
+	} else if (!strcmp(url, "/api/v1/count")) {
+		get_count(api, conn, &a);
+	} else if (!strncmp(url, "/api/v1/tasks/", 14)) {
+		char id[TP_ID_MAX + 2];
+		const char *slash;
+		size_t n;
+
+		rest = url + 14;
+		slash = strchr(rest, '/');
+		n = slash ? (size_t)(slash - rest) : strlen(rest);
+		if (n >= sizeof(id) || (slash && strcmp(slash, "/histograms"))) {
+			fail(&a, MHD_HTTP_NOT_FOUND, "no such resource");
+		} else {
+			memcpy(id, rest, n);
+			id[n] = '\0';
+			get_task(api, id, slash != NULL, &a);
+		}
+	} else {
+		fail(&a, MHD_HTTP_NOT_FOUND, "no such resource");
+	}
+	return send_answer(conn, &a);
+}
+
+static void on_ready(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	struct api *api = ctx;
+
+	(void)l, (void)fd, (void)events;
+	MHD_run(api->mhd);
+}
+
+/* Timeouts of idle connections: MHD_run does them when called. */
+static void on_tick(struct loop *l, void *ctx, __u64 now)
+{
+	struct api *api = ctx;
+
+	(void)l, (void)now;
+	MHD_run(api->mhd);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *loopback)
+{
+	char host[128];
+	const char *colon = strrchr(listen, ':');
+	__u64 port;
+	size_t n;
+
+	if (!colon || tp_parse_u64(colon + 1, 65535, &port))
+		return -EINVAL;
+	n = (size_t)(colon - listen);
+	if (n >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, listen, n);
+	host[n] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		host[n - 1] = '\0';
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
+			return -EINVAL;
+		*loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return -EINVAL;
+		*loopback = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+	}
+	return 0;
+}
+
+struct api *api__open(const char *listen, const char *token, struct store *s, struct loop *l)
+{
+	const union MHD_DaemonInfo *info;
+	struct sockaddr_storage ss;
+	bool loopback;
+	struct api *api;
+
+	if (parse_listen(listen, &ss, &loopback)) {
+		tp_err("invalid listen address '%.64s': use ADDR:PORT, e.g. " API_LISTEN_DEFAULT,
+		       listen);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!loopback && !(token && *token)) {
+		tp_err("listen %s is not loopback: set api_token in the config first", listen);
+		errno = EPERM;
+		return NULL;
+	}
+	api = calloc(1, sizeof(*api));
+	if (!api)
+		return NULL;
+	api->store = s;
+	api->loop = l;
+	snprintf(api->token, sizeof(api->token), "%s", token ? token : "");
+	api->mhd = MHD_start_daemon(MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				    0, NULL, NULL, on_request, api, MHD_OPTION_SOCK_ADDR, &ss,
+				    MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_LIMIT,
+				    64u, MHD_OPTION_END);
+	info = api->mhd ? MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+	if (!info) {
+		tp_err("cannot serve HTTP on %s: %s", listen, strerror(errno ? errno : EADDRINUSE));
+		api__close(api);
+		return NULL;
+	}
+	api->h = (struct loop_handler){ info->epoll_fd, EPOLLIN, on_ready, api };
+	if (loop__add(l, &api->h) || loop__on_tick(l, on_tick, api)) {
+		tp_err("cannot add the HTTP server to the event loop");
+		api__close(api);
+		return NULL;
+	}
+	return api;
+}
+
+void api__close(struct api *a)
+{
+	if (!a)
+		return;
+	if (a->h.fn) {
+		loop__del(a->loop, &a->h);
+		loop__off_tick(a->loop, on_tick, a);
+	}
+	if (a->mhd)
+		MHD_stop_daemon(a->mhd);
+	free(a);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The daemon's HTTP API (libmicrohttpd, in the daemon's own event loop, no thread):
+ * JSON answers from the store's queries, the same rows the CLI prints with --json.
+ *   /healthz, /api/v1/tasks, /api/v1/tasks/ID, /api/v1/tasks/ID/histograms,
+ *   /api/v1/count?metric=M[&since=&label=K=V&by=&host=]
+ */
+#ifndef TP_API_H
+#define TP_API_H
+
+struct api;
+struct loop;
+struct store;
+
+#define API_LISTEN_DEFAULT "127.0.0.1:9464"
+
+/*
+ * Serves on listen ("ADDR:PORT", IPv4 or [IPv6]); token, when set, is required of
+ * every request as "Authorization: Bearer TOKEN", and an address that is not
+ * loopback is refused without one. NULL with the reason said in one line.
+ */
+struct api *api__open(const char *listen, const char *token, struct store *s, struct loop *l);
+void api__close(struct api *a);
+
+#endif /* TP_API_H */

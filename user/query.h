@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The queries' JSON, one writer per row kind: `list`, `hist`, `count --json` and the
+ * daemon's HTTP API print the same objects from the same store rows.
+ */
+#ifndef TP_QUERY_H
+#define TP_QUERY_H
+
+#include <stdbool.h>
+
+#include "json.h"
+#include "store.h"
+
+/* One task of a list: id, status, start, start_ns, wall_ns, exit_status, cpu, command. */
+void query_json_task(struct jw *w, const struct store_task_row *r);
+/* A histogram as a member of an object (its name the key): unit, count, sum, p50, p99. */
+void query_json_hist(struct jw *w, const struct store_hist_row *r);
+/* One group of a count: value, tasks, sum. */
+void query_json_group(struct jw *w, const struct store_count_row *r);
+/* Metric and label names: 1 to 200 of A-Z a-z 0-9 _ . - */
+bool query_valid_name(const char *s);
+/* A stored histogram's name, from its own or the short one a user may type. */
+const char *query_hist_name(const char *name);
+
+#endif /* TP_QUERY_H */
