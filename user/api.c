@@ -11,7 +11,9 @@
 #include <sys/epoll.h>
 
 #include "api.h"
+#include "collector.h"
 #include "loop.h"
+#include "metrics.h"
 #include "query.h"
 #include "store.h"
 #include "util.h"
@@ -20,6 +22,7 @@
 
 struct api {
 	struct MHD_Daemon *mhd;
+	struct api_source src;
 	struct store *store;
 	struct loop *loop;
 	struct loop_handler h;
@@ -33,6 +36,7 @@ struct answer {
 	FILE *f;
 	struct jw w;
 	unsigned status;
+	const char *type; /* NULL: JSON */
 };
 
 static int answer_begin(struct answer *a)
@@ -40,6 +44,7 @@ static int answer_begin(struct answer *a)
 	a->buf = NULL;
 	a->len = 0;
 	a->status = MHD_HTTP_OK;
+	a->type = NULL;
 	a->f = open_memstream(&a->buf, &a->len);
 	if (!a->f) {
 		a->buf = NULL;
@@ -63,7 +68,7 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, struct answer *a
 		free(a->buf);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Content-Type", a->type ? a->type : "application/json");
 	ret = MHD_queue_response(conn, a->status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -289,6 +294,159 @@ static void get_count(struct api *api, struct MHD_Connection *conn, struct answe
 	jw_obj_end(&a->w);
 }
 
+/* A label value in the exposition format: backslash, quote and newline escaped. */
+static void prom_value(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+struct prom {
+	FILE *f;
+	char family[160]; /* the last one with HELP and TYPE written */
+};
+
+static void prom_family(struct prom *p, const char *name, const char *type, const char *help)
+{
+	if (!strcmp(p->family, name))
+		return;
+	snprintf(p->family, sizeof(p->family), "%s", name);
+	fprintf(p->f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/*
+ * A stored metric as a Prometheus family: built-in counters, network and HTTP ones;
+ * a per-reason or per-kind figure gets its own family with that label. Gauges
+ * (peaks, averages) and the tasks' own metrics are not summed over tasks.
+ */
+static bool prom_name(const char *metric, char *name, size_t len, const char **lkey,
+		      const char **lval)
+{
+	static const struct {
+		const char *prefix, *family, *label;
+	} split[] = {
+		{ "net.tcp.connect_failures.", "net.tcp.connect_failures.by_reason", "reason" },
+		{ "http.failures.", "http.failures.by_kind", "kind" },
+	};
+	const char *base = metric;
+	size_t n = 0;
+
+	*lkey = *lval = NULL;
+	if (strncmp(metric, "net.", 4) && strncmp(metric, "http.", 5)) {
+		bool counter = false;
+
+		for (size_t i = 0; i < metric_descs_n; i++)
+			if (!strcmp(metric, metric_descs[i].name))
+				counter = metric_descs[i].kind == METRIC_COUNTER;
+		if (!counter)
+			return false;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(split); i++) {
+		if (!strncmp(metric, split[i].prefix, strlen(split[i].prefix))) {
+			base = split[i].family;
+			*lkey = split[i].label;
+			*lval = metric + strlen(split[i].prefix);
+		}
+	}
+	n = (size_t)snprintf(name, len, "taskprobe_");
+	for (; *base && n + 8 < len; base++)
+		name[n++] = *base == '.' || *base == '-' ? '_' : *base;
+	snprintf(name + n, len - n, "_total");
+	return true;
+}
+
+static int prom_total(void *ctx, const struct store_total_row *r)
+{
+	struct prom *p = ctx;
+	const char *lkey, *lval;
+	char name[160];
+
+	if (!prom_name(r->metric, name, sizeof(name), &lkey, &lval))
+		return 0;
+	prom_family(p, name, "counter", "summed over the stored tasks (docs/task-record.md)");
+	fprintf(p->f, "%s{", name);
+	if (lkey) {
+		fprintf(p->f, "%s=\"", lkey);
+		prom_value(p->f, lval);
+		fputs("\",", p->f);
+	}
+	fputs("worker_pool=\"", p->f);
+	prom_value(p->f, r->worker_pool);
+	fputs("\",instance_type=\"", p->f);
+	prom_value(p->f, r->instance_type);
+	fprintf(p->f, "\"} %.17g\n", r->sum);
+	return 0;
+}
+
+static int prom_status(void *ctx, const struct store_status_row *r)
+{
+	struct prom *p = ctx;
+
+	prom_family(p, "taskprobe_tasks_stored", "gauge", "tasks in the store, by status");
+	fprintf(p->f, "taskprobe_tasks_stored{status=\"%s\"} %ld\n", r->status, r->tasks);
+	return 0;
+}
+
+/* One family of the programs' figures per walk: their samples stay together. */
+struct prom_progs {
+	FILE *f;
+	const char *family;
+	int which; /* 0 run time, 1 runs, 2 skipped runs */
+};
+
+static void prom_prog(void *ctx, const struct collector_prog_stat *st)
+{
+	struct prom_progs *pp = ctx;
+	__u64 v = pp->which == 0   ? st->run_time_ns
+		  : pp->which == 1 ? st->run_cnt
+				   : st->recursion_misses;
+
+	fprintf(pp->f, "%s{program=\"%s\"} %llu\n", pp->family, st->name, (unsigned long long)v);
+}
+
+/* /metrics: never a task id; labels are the host's pool and type, and a reason or kind. */
+static void get_metrics(struct api *api, struct answer *a)
+{
+	struct prom p = { .f = a->f };
+
+	a->type = "text/plain; version=0.0.4";
+	prom_family(&p, "taskprobe_tasks_running", "gauge", "tasks the daemon tracks now");
+	fprintf(a->f, "taskprobe_tasks_running %d\n",
+		api->src.running ? api->src.running(api->src.ctx) : 0);
+	if (api->src.c) {
+		prom_family(&p, "taskprobe_events_lost_total", "counter",
+			    "events the ring buffer had no room for, since the daemon started");
+		fprintf(a->f, "taskprobe_events_lost_total %llu\n",
+			(unsigned long long)collector__lost_total(api->src.c));
+		static const char *const fam[3][2] = {
+			{ "taskprobe_bpf_run_time_ns_total",
+			  "time in each BPF program (counted with kernel.bpf_stats_enabled=1)" },
+			{ "taskprobe_bpf_runs_total",
+			  "runs of each BPF program (counted with kernel.bpf_stats_enabled=1)" },
+			{ "taskprobe_bpf_skipped_runs_total",
+			  "runs the kernel skipped: the program was running on that CPU already" },
+		};
+
+		for (int i = 0; i < 3; i++) {
+			struct prom_progs pp = { a->f, fam[i][0], i };
+
+			prom_family(&p, fam[i][0], "counter", fam[i][1]);
+			collector__prog_stats(api->src.c, prom_prog, &pp);
+		}
+	}
+	if (store__statuses(api->store, prom_status, &p) ||
+	    store__totals(api->store, prom_total, &p)) {
+		prom_family(&p, "taskprobe_store_errors", "gauge", "the store failed to answer");
+		fputs("taskprobe_store_errors 1\n", a->f);
+	}
+}
+
 /* The bearer token, compared in constant time. */
 static bool authorized(const struct api *api, struct MHD_Connection *conn)
 {
@@ -324,6 +482,8 @@ static enum MHD_Result on_request(void *ctx, struct MHD_Connection *conn, const 
 		jw_obj_begin(&a.w);
 		jw_kstr(&a.w, "status", "ok");
 		jw_obj_end(&a.w);
+	} else if (!strcmp(url, "/metrics")) {
+		get_metrics(api, &a);
 	} else if (!strcmp(url, "/api/v1/tasks")) {
 		get_tasks(api, conn, &a);
 	} else if (!strcmp(url, "/api/v1/count")) {
@@ -402,7 +562,8 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, bool *l
 	return 0;
 }
 
-struct api *api__open(const char *listen, const char *token, struct store *s, struct loop *l)
+struct api *api__open(const char *listen, const char *token, const struct api_source *src,
+		      struct loop *l)
 {
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_storage ss;
@@ -423,7 +584,8 @@ struct api *api__open(const char *listen, const char *token, struct store *s, st
 	api = calloc(1, sizeof(*api));
 	if (!api)
 		return NULL;
-	api->store = s;
+	api->src = *src;
+	api->store = src->store;
 	api->loop = l;
 	snprintf(api->token, sizeof(api->token), "%s", token ? token : "");
 	api->mhd = MHD_start_daemon(MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),

@@ -3,14 +3,23 @@
  * The daemon's HTTP API (libmicrohttpd, in the daemon's own event loop, no thread):
  * JSON answers from the store's queries, the same rows the CLI prints with --json.
  *   /healthz, /api/v1/tasks, /api/v1/tasks/ID, /api/v1/tasks/ID/histograms,
- *   /api/v1/count?metric=M[&since=&label=K=V&by=&host=]
+ *   /api/v1/count?metric=M[&since=&label=K=V&by=&host=], /metrics (Prometheus text)
  */
 #ifndef TP_API_H
 #define TP_API_H
 
 struct api;
+struct collector;
 struct loop;
 struct store;
+
+/* What the API answers from: the store, and the daemon's live side for /metrics. */
+struct api_source {
+	struct store *store;
+	struct collector *c;
+	int (*running)(void *ctx); /* tasks tracked now */
+	void *ctx;
+};
 
 #define API_LISTEN_DEFAULT "127.0.0.1:9464"
 
@@ -19,7 +28,8 @@ struct store;
  * every request as "Authorization: Bearer TOKEN", and an address that is not
  * loopback is refused without one. NULL with the reason said in one line.
  */
-struct api *api__open(const char *listen, const char *token, struct store *s, struct loop *l);
+struct api *api__open(const char *listen, const char *token, const struct api_source *src,
+		      struct loop *l);
 void api__close(struct api *a);
 
 #endif /* TP_API_H */

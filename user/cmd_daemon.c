@@ -76,6 +76,11 @@ const char *control_path(const char *opt)
 	return opt ? opt : env && *env ? env : CONTROL_SOCKET;
 }
 
+static int tasks_running(void *ctx)
+{
+	return ((struct daemon *)ctx)->ntasks;
+}
+
 static struct dtask *find_task(struct daemon *d, const char *id)
 {
 	for (int i = 0; i < d->ntasks; i++)
@@ -410,7 +415,9 @@ int cmd_daemon(int argc, char **argv)
 	}
 	listen_at = listen_at ? listen_at : d.cfg.listen;
 	if (strcmp(listen_at, "off")) {
-		api = api__open(listen_at, d.cfg.api_token, d.store, &d.loop);
+		struct api_source src = { d.store, d.c, tasks_running, &d };
+
+		api = api__open(listen_at, d.cfg.api_token, &src, &d.loop);
 		if (!api)
 			goto out;
 	}

@@ -1166,20 +1166,37 @@ int collector__probed_libs(const struct collector *c, const char *name)
 	return n;
 }
 
-__u64 collector__skipped_runs(struct collector *c)
+void collector__prog_stats(struct collector *c, collector_prog_fn fn, void *ctx)
 {
 	struct bpf_program *prog;
-	__u64 total = 0;
 
 	bpf_object__for_each_program(prog, c->skel->obj)
 	{
 		struct bpf_prog_info info = { 0 };
 		__u32 len = sizeof(info);
 		int fd = bpf_program__fd(prog);
+		struct collector_prog_stat st;
 
-		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
-			total += info.recursion_misses;
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		st.name = bpf_program__name(prog);
+		st.run_time_ns = info.run_time_ns;
+		st.run_cnt = info.run_cnt;
+		st.recursion_misses = info.recursion_misses;
+		fn(ctx, &st);
 	}
+}
+
+static void add_misses(void *ctx, const struct collector_prog_stat *st)
+{
+	*(__u64 *)ctx += st->recursion_misses;
+}
+
+__u64 collector__skipped_runs(struct collector *c)
+{
+	__u64 total = 0;
+
+	collector__prog_stats(c, add_misses, &total);
 	return total;
 }
 

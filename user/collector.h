@@ -132,4 +132,15 @@ __u64 collector__lost_total(struct collector *c);
  */
 __u64 collector__skipped_runs(struct collector *c);
 
+/* What the kernel says of each loaded program (run time and count need bpf_stats_enabled). */
+struct collector_prog_stat {
+	const char *name;
+	__u64 run_time_ns;
+	__u64 run_cnt;
+	__u64 recursion_misses;
+};
+
+typedef void (*collector_prog_fn)(void *ctx, const struct collector_prog_stat *st);
+void collector__prog_stats(struct collector *c, collector_prog_fn fn, void *ctx);
+
 #endif /* TP_COLLECTOR_H */

@@ -957,3 +957,88 @@ int store__count(struct store *s, const char *metric, const struct store_filter 
 		sqlite3_bind_text(st, i, host, -1, SQLITE_STATIC);
 	return each_row(s, st, count_row, &cc);
 }
+
+struct total_ctx {
+	store_total_fn fn;
+	void *ctx;
+};
+
+static int total_row(sqlite3_stmt *st, void *ctx)
+{
+	struct total_ctx *tc = ctx;
+	const char *pool = (const char *)sqlite3_column_text(st, 1);
+	const char *type = (const char *)sqlite3_column_text(st, 2);
+	struct store_total_row r = {
+		.metric = (const char *)sqlite3_column_text(st, 0),
+		.worker_pool = pool ? pool : "",
+		.instance_type = type ? type : "",
+		.sum = sqlite3_column_double(st, 3),
+		.tasks = (long)sqlite3_column_int64(st, 4),
+	};
+
+	return tc->fn(tc->ctx, &r);
+}
+
+int store__totals(struct store *s, store_total_fn fn, void *ctx)
+{
+	struct total_ctx tc = { fn, ctx };
+	sqlite3_stmt *st;
+
+	if (query_prepare(s,
+			  "SELECT m.name, p.value, i.value, SUM(m.value), COUNT(*) FROM metrics m"
+			  " LEFT JOIN labels p ON p.task = m.task AND p.key = 'worker_pool'"
+			  " LEFT JOIN labels i ON i.task = m.task AND i.key = 'instance_type'"
+			  " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+			  &st))
+		return -EIO;
+	return each_row(s, st, total_row, &tc);
+}
+
+/* Statuses are live (a dead collector's "running" is "lost"): counted here, by row. */
+struct status_ctx {
+	char names[16][32]; /* copied: a row's text lives until the next step */
+	long counts[16];
+	int n;
+};
+
+static int status_row(sqlite3_stmt *st, void *ctx)
+{
+	struct status_ctx *sc = ctx;
+	const char *status = store__live_status((const char *)sqlite3_column_text(st, 0),
+						(const char *)sqlite3_column_text(st, 1));
+	long n = (long)sqlite3_column_int64(st, 2);
+	int i = 0;
+
+	while (i < sc->n && strcmp(sc->names[i], status))
+		i++;
+	if (i == sc->n) {
+		if (sc->n == (int)ARRAY_SIZE(sc->names))
+			return 0;
+		snprintf(sc->names[sc->n++], sizeof(sc->names[0]), "%s", status);
+	}
+	sc->counts[i] += n;
+	return 0;
+}
+
+int store__statuses(struct store *s, store_status_fn fn, void *ctx)
+{
+	struct status_ctx sc = { 0 };
+	sqlite3_stmt *st;
+	int err;
+
+	/* Ended rows by status in one group each; running rows one by one, for their lock. */
+	if (query_prepare(s,
+			  "SELECT status, lock, COUNT(*) FROM tasks WHERE status != 'running'"
+			  " GROUP BY status UNION ALL"
+			  " SELECT status, lock, 1 FROM tasks WHERE status = 'running'",
+			  &st))
+		return -EIO;
+	err = each_row(s, st, status_row, &sc);
+	for (int i = 0; i < sc.n && !err; i++) {
+		struct store_status_row r = { sc.names[i], sc.counts[i] };
+
+		if (fn(ctx, &r))
+			break;
+	}
+	return err;
+}

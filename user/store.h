@@ -122,6 +122,27 @@ typedef int (*store_count_fn)(void *ctx, const struct store_count_row *row);
  */
 int store__count(struct store *s, const char *metric, const struct store_filter *f, const char *by,
 		 const char *host, store_count_fn fn, void *ctx);
+struct store_total_row {
+	const char *metric;
+	const char *worker_pool; /* the host labels, "" when a task has none */
+	const char *instance_type;
+	double sum;
+	long tasks;
+};
+
+typedef int (*store_total_fn)(void *ctx, const struct store_total_row *row);
+/* Every stored metric summed over all tasks by worker_pool and instance_type. */
+int store__totals(struct store *s, store_total_fn fn, void *ctx);
+
+struct store_status_row {
+	const char *status; /* live: "lost" for a running row whose collector is gone */
+	long tasks;
+};
+
+typedef int (*store_status_fn)(void *ctx, const struct store_status_row *row);
+/* How many stored tasks have each status. */
+int store__statuses(struct store *s, store_status_fn fn, void *ctx);
+
 /* Metrics stored per remote host too (http.*, net.tcp.*, net.tx/rx_bytes). */
 bool store__remote_metric(const char *metric);
 

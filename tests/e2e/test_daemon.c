@@ -96,6 +96,50 @@ static int http_get(struct tu_result *r, const char *url, const char *token)
 }
 
 /*
+ * The exposition format, checked line by line: every sample's family has its TYPE
+ * before it; returns the sum of the samples of family (all label sets), or -1.
+ */
+static double prom_sum(const char *text, const char *family, int *bad)
+{
+	char typed[64][128], line[1024];
+	int ntyped = 0;
+	double sum = -1;
+
+	*bad = 0;
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char name[128], *brace, *space;
+		bool known = false;
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		p += n + (nl != NULL);
+		if (!strncmp(line, "# TYPE ", 7)) {
+			if (ntyped < 64 && sscanf(line + 7, "%127s", typed[ntyped]) == 1)
+				ntyped++;
+			continue;
+		}
+		if (line[0] == '#' || !line[0])
+			continue;
+		space = strrchr(line, ' ');
+		if (!space) {
+			(*bad)++;
+			continue;
+		}
+		brace = strchr(line, '{');
+		snprintf(name, sizeof(name), "%.*s",
+			 (int)((brace && brace < space ? brace : space) - line), line);
+		for (int i = 0; i < ntyped; i++)
+			known |= !strcmp(typed[i], name);
+		if (!known || (brace && !strchr(brace, '}')))
+			(*bad)++;
+		if (!strcmp(name, family))
+			sum = (sum < 0 ? 0 : sum) + atof(space + 1);
+	}
+	return sum;
+}
+
+/*
  * A worker's cgroup, tracked from `task start` to `task end` by a daemon: the counts
  * are the processes the test made there, the CPU is the cgroup's own cpu.stat, and a
  * task still tracked when the daemon is stopped is stored as interrupted.
@@ -117,8 +161,10 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	/* A port of this test's own on loopback. */
 	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + getpid() % 20000);
 	snprintf(base, sizeof(base), "http://%s", listen + 9);
+	setenv("TASKPROBE_INSTANCE_TYPE", "test.large", 1);
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt, listen,
 				 NULL });
+	unsetenv("TASKPROBE_INSTANCE_TYPE");
 	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
 		return;
 	/* A second daemon on the same socket refuses to start. */
@@ -178,6 +224,20 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_EQ(tu_num(json_get(tu_parse_json(r.out), "cpu.runq_latency"), "count"),
 		  tu_num(json_get(json_get(rec, "histograms"), "cpu.runq_latency"), "count"),
 		  "the run-queue histogram, the record's");
+	/* /metrics: the execs summed over tasks, no task id among the labels. */
+	snprintf(url, sizeof(url), "%s/metrics", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET /metrics");
+	{
+		int bad;
+
+		ASSERT_EQ(prom_sum(r.out, "taskprobe_proc_execs_total", &bad), 22,
+			  "proc.execs in /metrics");
+		ASSERT_EQ(bad, 0, "every sample well formed and typed");
+		ASSERT_EQ(prom_sum(r.out, "taskprobe_tasks_running", &bad), 0, "none running");
+		ASSERT_TRUE(strstr(r.out, "instance_type=\"test.large\"") != NULL,
+			    "the host's instance type as a label");
+		ASSERT_TRUE(strstr(r.out, "\"t1\"") == NULL, "never the task id");
+	}
 	snprintf(url, sizeof(url), "%s/api/v1/tasks?since=bogus", base);
 	ASSERT_EQ(http_get(&r, url, NULL), 400, "a bad parameter");
 	ASSERT_TRUE(json_str(tu_parse_json(r.out), "error")[0] != '\0', "says why, in JSON");
@@ -195,6 +255,12 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	tu_tp(&r, 30, "task", "start", "t2", "--cgroup", cg, sock_opt, NULL);
 	ASSERT_EQ(r.status, 0, "task start t2");
 	ASSERT_EQ(run_in(cg, "/bin/true"), 0, "t2's workload");
+	snprintf(url, sizeof(url), "%s/metrics", base);
+	if (ASSERT_EQ(http_get(&r, url, NULL), 200, "GET /metrics")) {
+		int bad;
+
+		ASSERT_EQ(prom_sum(r.out, "taskprobe_tasks_running", &bad), 1, "t2 running");
+	}
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status after SIGTERM");
 	ASSERT_TRUE(access(sock, F_OK) != 0, "its socket is gone");
