@@ -236,6 +236,46 @@ static void get_task(struct api *api, const char *id, bool hists, struct answer 
 	free(t.record);
 }
 
+/* Every series of a task at N buckets over its life, with its phases: 10 <= N <= 5000. */
+static void get_series(struct api *api, struct MHD_Connection *conn, const char *id,
+		       struct answer *a)
+{
+	const char *points = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "points");
+	struct series_point *pts = NULL;
+	struct series_bucket *bk = NULL;
+	struct json *rec = NULL;
+	struct store_task t = { 0 };
+	size_t n = 0;
+	__u64 np = 100;
+	int damaged, err;
+
+	if (points && (tp_parse_u64(points, 5000, &np) || np < 10)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid points '%.32s': 10 to 5000", points);
+		return;
+	}
+	if (!tp_valid_id(id)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid task id: use " TP_ID_RULE);
+		return;
+	}
+	err = store__find(api->store, id, &t);
+	if (err) {
+		fail(a, err == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+		     err == -ENOENT ? "no stored task '%s'" : "the database failed (%s)", id);
+		return;
+	}
+	rec = t.record ? json_parse(t.record, strlen(t.record), NULL, 0) : NULL;
+	bk = calloc(np, sizeof(*bk));
+	if (!bk || store__series(api->store, t.tid, &pts, &n, &damaged) ||
+	    series_buckets(pts, n, t.wall_ns / 1000000, (int)np, bk))
+		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "the series of '%s' could not be read", id);
+	else
+		query_json_series(&a->w, id, &t, json_get(rec, "phases"), n, bk, (int)np);
+	free(bk);
+	free(pts);
+	json_free(rec);
+	free(t.record);
+}
+
 struct count_out {
 	struct jw *w;
 	__u64 tasks;
@@ -496,12 +536,16 @@ static enum MHD_Result on_request(void *ctx, struct MHD_Connection *conn, const 
 		rest = url + 14;
 		slash = strchr(rest, '/');
 		n = slash ? (size_t)(slash - rest) : strlen(rest);
-		if (n >= sizeof(id) || (slash && strcmp(slash, "/histograms"))) {
+		if (n >= sizeof(id) ||
+		    (slash && strcmp(slash, "/histograms") && strcmp(slash, "/series"))) {
 			fail(&a, MHD_HTTP_NOT_FOUND, "no such resource");
 		} else {
 			memcpy(id, rest, n);
 			id[n] = '\0';
-			get_task(api, id, slash != NULL, &a);
+			if (slash && !strcmp(slash, "/series"))
+				get_series(api, conn, id, &a);
+			else
+				get_task(api, id, slash != NULL, &a);
 		}
 	} else {
 		fail(&a, MHD_HTTP_NOT_FOUND, "no such resource");

@@ -3,6 +3,7 @@
  * The daemon's HTTP API (libmicrohttpd, in the daemon's own event loop, no thread):
  * JSON answers from the store's queries, the same rows the CLI prints with --json.
  *   /healthz, /api/v1/tasks, /api/v1/tasks/ID, /api/v1/tasks/ID/histograms,
+ *   /api/v1/tasks/ID/series?points=N,
  *   /api/v1/count?metric=M[&since=&label=K=V&by=&host=], /metrics (Prometheus text)
  */
 #ifndef TP_API_H

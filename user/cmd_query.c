@@ -423,17 +423,6 @@ out:
 	return ret;
 }
 
-/* The name of phase number i (1-based) of a record, or "#i" when it is not known yet. */
-static const char *phase_at(const struct json *phases, size_t i, char *buf, size_t len)
-{
-	const struct json *n = json_get(json_at(phases, i - 1), "name");
-
-	if (n && n->type == JSON_STR)
-		return n->str;
-	snprintf(buf, len, "#%zu", i);
-	return buf;
-}
-
 int cmd_series(int argc, char **argv)
 {
 	struct series_point *pts = NULL;
@@ -464,45 +453,7 @@ int cmd_series(int argc, char **argv)
 		goto out;
 	if (q.json) {
 		jw_init(&w, stdout, true);
-		jw_obj_begin(&w);
-		jw_kstr(&w, "id", q.args[0]);
-		jw_kstr(&w, "status", ref.status);
-		jw_ku64(&w, "span_ms", ref.wall_ns / 1000000);
-		jw_ku64(&w, "samples", n);
-		jw_key(&w, "buckets");
-		jw_arr_begin(&w);
-		for (long b = 0; b < q.points; b++) {
-			static const char *const stat[3] = { "min", "mean", "max" };
-
-			jw_obj_begin(&w);
-			jw_ku64(&w, "t_ms", bk[b].t_ms);
-			jw_ku64(&w, "samples", bk[b].count);
-			for (int k = 0; k < 3; k++) {
-				const double *v = k == 0   ? bk[b].min
-						  : k == 1 ? bk[b].mean
-							   : bk[b].max;
-
-				jw_key(&w, stat[k]);
-				jw_obj_begin(&w);
-				for (int f = 0; f < SERIES_FIELDS; f++) {
-					if (f == SERIES_PHASE)
-						continue;
-					jw_key(&w, series_field_names[f]);
-					bk[b].count ? jw_double(&w, v[f]) : jw_null(&w);
-				}
-				jw_obj_end(&w);
-			}
-			/* The latest phase begun among the bucket's samples. */
-			jw_key(&w, "phase");
-			if (bk[b].count && bk[b].max[SERIES_PHASE] > 0)
-				jw_str(&w, phase_at(phases, (size_t)bk[b].max[SERIES_PHASE], pbuf,
-						    sizeof(pbuf)));
-			else
-				jw_null(&w);
-			jw_obj_end(&w);
-		}
-		jw_arr_end(&w);
-		jw_obj_end(&w);
+		query_json_series(&w, q.args[0], &ref, phases, n, bk, (int)q.points);
 	} else {
 		char m[32], r[32], wr[32];
 
@@ -519,8 +470,8 @@ int cmd_series(int argc, char **argv)
 			       tp_fmt_bytes(r, sizeof(r), (__u64)bk[b].max[2]),
 			       tp_fmt_bytes(wr, sizeof(wr), (__u64)bk[b].max[3]), bk[b].max[4],
 			       bk[b].max[SERIES_PHASE] > 0
-				       ? phase_at(phases, (size_t)bk[b].max[SERIES_PHASE], pbuf,
-						  sizeof(pbuf))
+				       ? query_phase_at(phases, (size_t)bk[b].max[SERIES_PHASE],
+							pbuf, sizeof(pbuf))
 				       : "");
 		}
 	}

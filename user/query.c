@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The queries' JSON rows, shared by the CLI and the HTTP API. */
+#include <stdio.h>
 #include <string.h>
 
 #include "hist.h"
@@ -71,4 +72,73 @@ const char *query_hist_name(const char *name)
 	const struct hist_desc *d = hist_desc_find(name);
 
 	return d ? d->name : name;
+}
+
+const char *query_phase_at(const struct json *phases, size_t i, char *buf, size_t len)
+{
+	const struct json *n = json_get(json_at(phases, i - 1), "name");
+
+	if (n && n->type == JSON_STR)
+		return n->str;
+	snprintf(buf, len, "#%zu", i);
+	return buf;
+}
+
+void query_json_series(struct jw *w, const char *id, const struct store_task *t,
+		       const struct json *phases, size_t samples, const struct series_bucket *bk,
+		       int points)
+{
+	static const char *const stat[3] = { "min", "mean", "max" };
+	char pbuf[32];
+
+	jw_obj_begin(w);
+	jw_kstr(w, "id", id);
+	jw_kstr(w, "status", t->status);
+	jw_ku64(w, "span_ms", t->wall_ns / 1000000);
+	jw_ku64(w, "samples", samples);
+	jw_key(w, "buckets");
+	jw_arr_begin(w);
+	for (int b = 0; b < points; b++) {
+		jw_obj_begin(w);
+		jw_ku64(w, "t_ms", bk[b].t_ms);
+		jw_ku64(w, "samples", bk[b].count);
+		for (int k = 0; k < 3; k++) {
+			const double *v = k == 0 ? bk[b].min : k == 1 ? bk[b].mean : bk[b].max;
+
+			jw_key(w, stat[k]);
+			jw_obj_begin(w);
+			for (int f = 0; f < SERIES_FIELDS; f++) {
+				if (f == SERIES_PHASE)
+					continue;
+				jw_key(w, series_field_names[f]);
+				bk[b].count ? jw_double(w, v[f]) : jw_null(w);
+			}
+			jw_obj_end(w);
+		}
+		/* The latest phase begun among the bucket's samples. */
+		jw_key(w, "phase");
+		if (bk[b].count && bk[b].max[SERIES_PHASE] > 0)
+			jw_str(w, query_phase_at(phases, (size_t)bk[b].max[SERIES_PHASE], pbuf,
+						 sizeof(pbuf)));
+		else
+			jw_null(w);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	/* The phases' intervals, for bands across every series (ended tasks: the record's). */
+	jw_key(w, "phases");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < json_len(phases); i++) {
+		const struct json *p = json_at(phases, i);
+
+		jw_obj_begin(w);
+		jw_kstr(w, "name", json_str(p, "name"));
+		jw_ku64(w, "depth", (__u64)json_num(p, "depth"));
+		jw_ku64(w, "start_ms", (__u64)json_num(p, "start_ms"));
+		jw_ku64(w, "end_ms",
+			(__u64)json_num(p, "start_ms") + (__u64)json_num(p, "wall_ns") / 1000000);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "json.h"
+#include "series.h"
 #include "store.h"
 
 /* One task of a list: id, status, start, start_ns, wall_ns, exit_status, cpu, command. */
@@ -19,6 +20,16 @@ void query_json_hist(struct jw *w, const struct store_hist_row *r);
 void query_json_group(struct jw *w, const struct store_count_row *r);
 /* Metric and label names: 1 to 200 of A-Z a-z 0-9 _ . - */
 bool query_valid_name(const char *s);
+/* The name of phase number i (1-based) of a record's phases, or "#i" when not known. */
+const char *query_phase_at(const struct json *phases, size_t i, char *buf, size_t len);
+/*
+ * A task's series at points buckets (bk, from series_buckets) over its life, each
+ * with min, mean and max of every field and the phase open then; then its phases'
+ * intervals (from the record's phases, NULL while it runs).
+ */
+void query_json_series(struct jw *w, const char *id, const struct store_task *t,
+		       const struct json *phases, size_t samples, const struct series_bucket *bk,
+		       int points);
 /* A stored histogram's name, from its own or the short one a user may type. */
 const char *query_hist_name(const char *name);
 

@@ -224,6 +224,26 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_EQ(tu_num(json_get(tu_parse_json(r.out), "cpu.runq_latency"), "count"),
 		  tu_num(json_get(json_get(rec, "histograms"), "cpu.runq_latency"), "count"),
 		  "the run-queue histogram, the record's");
+	/* The series at N buckets: what `series --json` says, bounded 10..5000. */
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/series?points=10", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET series");
+	{
+		const struct json *api = tu_parse_json(r.out), *cli;
+
+		ASSERT_EQ(json_len(json_get(api, "buckets")), 10, "10 buckets");
+		tu_tp(&r, 30, "series", "t1", "--db", db, "--points", "10", "--json", NULL);
+		cli = tu_parse_json(r.out);
+		ASSERT_TRUE(tu_num(api, "samples") >= 1, "a sample at least (the final one)");
+		ASSERT_EQ(tu_num(api, "samples"), tu_num(cli, "samples"), "samples, the CLI's");
+		ASSERT_EQ(tu_num(json_get(json_at(json_get(api, "buckets"), 9), "max"), "procs"),
+			  tu_num(json_get(json_at(json_get(cli, "buckets"), 9), "max"), "procs"),
+			  "the last bucket's peak, the CLI's");
+	}
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/series?points=5", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 400, "points below 10");
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/series?points=5001", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 400, "points above 5000");
+
 	/* /metrics: the execs summed over tasks, no task id among the labels. */
 	snprintf(url, sizeof(url), "%s/metrics", base);
 	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET /metrics");
