@@ -43,11 +43,13 @@ const char daemon_usage[] =
 	"  --socket PATH   the control socket (default " CONTROL_SOCKET ")\n"
 	"  --listen A:P    the HTTP API (default: the config's listen, " API_LISTEN_DEFAULT ");\n"
 	"                  off: none. Not loopback: needs api_token in the config\n"
-	"SIGTERM or SIGINT ends every task still tracked as 'interrupted', then exits 0.\n";
+	"SIGTERM or SIGINT ends every task still tracked as 'interrupted', then exits 0;\n"
+	"SIGHUP reads the config and its rules again, for tasks started from then on.\n";
 
 /* A task of the daemon's: its session, and the strings its parameters point to. */
 struct dtask {
 	struct session s;
+	struct config cfg; /* the config when it started: a reload is for new tasks */
 	char id[TP_ID_MAX + 1];
 	char cgroup[PATH_MAX];
 	char kv[TP_LABELS_MAX][TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2];
@@ -67,6 +69,7 @@ struct daemon {
 	struct dtask *tasks[DAEMON_TASKS_MAX];
 	int ntasks;
 	int exit_code;
+	bool capture_args; /* the collector copies argv (an exec rule needed it at start) */
 };
 
 const char *control_path(const char *opt)
@@ -167,7 +170,8 @@ static void start_task(struct daemon *d, int fd, char **f, int nf)
 	p.id = t->id;
 	p.labels = t->labels;
 	p.nlabels = nf - 3;
-	p.cfg = &d->cfg;
+	t->cfg = d->cfg;
+	p.cfg = &t->cfg;
 	p.config_path = d->config_path;
 	p.root = d->root;
 	p.cgroup = t->cgroup;
@@ -269,14 +273,47 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 	close(c);
 }
 
+/*
+ * SIGHUP: the config and its rules again, for tasks started from now on; a bad file
+ * keeps the one in use (said in the log). What the collector loaded stays: a new exec
+ * rule sees no arguments until the daemon restarts, if none needed them before.
+ */
+static void reload(struct daemon *d)
+{
+	struct config cfg;
+	struct session probe;
+	int err;
+
+	config_defaults(&cfg);
+	err = config_load(&cfg, d->config_path ? d->config_path : TP_DEFAULT_CONFIG,
+			  d->config_path != NULL);
+	if (!err) {
+		err = session__init(&probe,
+				    &(struct session_params){ .config_path = d->config_path });
+		if (!err && session__needs_args(&probe) && !d->capture_args)
+			tp_err("warning: exec rules read arguments only after a restart of the daemon");
+		session__fini(&probe);
+	}
+	if (err) {
+		tp_err("reload: %s has errors; the config in use is kept",
+		       d->config_path ? d->config_path : TP_DEFAULT_CONFIG);
+		return;
+	}
+	d->cfg = cfg;
+	fprintf(stderr, "taskprobe: config reloaded, for new tasks\n");
+}
+
 static void on_signalfd(struct loop *l, void *ctx, int fd, uint32_t events)
 {
 	struct signalfd_siginfo si;
 
-	(void)ctx, (void)events;
-	while (read(fd, &si, sizeof(si)) == sizeof(si))
+	(void)events;
+	while (read(fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
 			loop__stop(l);
+		else if (si.ssi_signo == SIGHUP)
+			reload(ctx);
+	}
 }
 
 /* The control socket: 0660, root's and the config's group (db_group). */
@@ -385,6 +422,7 @@ int cmd_daemon(int argc, char **argv)
 		return 1;
 	}
 	copts.capture_args = session__needs_args(&probe);
+	d.capture_args = copts.capture_args;
 	session__fini(&probe);
 	d.c = collector__open(&copts);
 	if (!d.c) {

@@ -324,3 +324,50 @@ TEST(TIER_E2E, api_token_is_required)
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }
+
+/* SIGHUP reads the config again for tasks started after it; a bad one is not taken. */
+TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *conf = tu_tmp("tp.conf");
+	static const char *const ids[3] = { "r1", "r2", "r3" };
+	char cg[4096], sock_opt[4200], conf_opt[4200];
+	const struct json *groups;
+	struct tu_result r;
+	pid_t d;
+
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
+		return;
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	tu_write_file(conf, "worker_pool = pool-a\n");
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
+				 "--listen=off", NULL });
+	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+		return;
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			tu_write_file(conf, "worker_pool = pool-b\n");
+		if (i == 2)
+			tu_write_file(conf, "worker_pool = pool-c\nretain_days = 0\n");
+		if (i) {
+			kill(d, SIGHUP);
+			/* The signal is the loop's next event; give it that turn. */
+			usleep(300000);
+		}
+		tu_tp(&r, 30, "task", "start", ids[i], "--cgroup", cg, sock_opt, NULL);
+		ASSERT_EQ(r.status, 0, "task start");
+		ASSERT_EQ(run_in(cg, "/bin/true"), 0, "the workload");
+		tu_tp(&r, 30, "task", "end", ids[i], "--quiet", sock_opt, NULL);
+		ASSERT_EQ(r.status, 0, "task end");
+	}
+	ASSERT_EQ(waitpid(d, NULL, WNOHANG), 0, "a bad config on SIGHUP does not stop the daemon");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+	/* sh and /bin/true: 2 execs a task; r1 in pool-a, r2 and r3 (bad file kept) in pool-b. */
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "worker_pool", "--json", NULL);
+	groups = json_get(tu_parse_json(r.out), "groups");
+	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-a"), "tasks"), 1, "before the reload");
+	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "tasks"), 2, "after it");
+	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "sum"), 4, "their execs");
+	ASSERT_TRUE(tu_find(groups, "value", "pool-c") == NULL, "the bad file was not taken");
+}
