@@ -39,25 +39,24 @@ struct {
 /* The task the current thread belongs to: its own state, or its cgroup's slot. */
 static __always_inline bool current_owner(__u32 *slot, __u32 *gen, bool *by_cgroup)
 {
+	/* Its state is checked against the slot's generation already. */
 	struct tp_thread *th = tp_thread_get(bpf_get_current_task_btf());
 	struct tp_cgroup_info *ci;
-	__u32 *cur;
 
 	if (th) {
 		*slot = th->slot;
 		*gen = th->gen;
 		*by_cgroup = false;
-	} else {
-		/* A thread of the task not adopted yet (no storage): its cgroup says. */
-		ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
-		if (!ci)
-			return false;
-		*slot = ci->slot;
-		*gen = ci->gen;
-		*by_cgroup = true;
+		return true;
 	}
-	cur = bpf_map_lookup_elem(&slot_gen, slot);
-	return cur && *cur == *gen;
+	/* A thread of the task not adopted yet (no storage): its cgroup says. */
+	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
+	if (!ci)
+		return false;
+	*slot = ci->slot;
+	*gen = ci->gen;
+	*by_cgroup = true;
+	return tp_slot_current(*slot, *gen);
 }
 
 static __always_inline void count_bytes(struct tp_io_stats *st, __u32 op, __s64 bytes)
@@ -176,7 +175,7 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 	__u64 key = (__u64)rq, delta;
 	struct tp_io_stats *st;
 	struct tp_request *r;
-	__u32 slot, *gen;
+	__u32 slot;
 
 	r = bpf_map_lookup_elem(&requests, &key);
 	if (!r)
@@ -184,9 +183,8 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 	if (!error && nr_bytes < rq->__data_len)
 		return 0;
 	slot = r->slot;
-	gen = bpf_map_lookup_elem(&slot_gen, &slot);
 	st = bpf_map_lookup_elem(&io_stats, &slot);
-	if (!gen || *gen != r->gen || !st)
+	if (!st || !tp_slot_current(slot, r->gen))
 		goto out;
 	if (error) {
 		count_bytes(st, rq->cmd_flags & REQ_OP_MASK, -(__s64)rq->__data_len);
