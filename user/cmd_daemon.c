@@ -245,7 +245,6 @@ static void on_request(struct daemon *d, int fd)
 			*p++ = '\0';
 	}
 	if (!strcmp(f[0], "start")) {
-		collector__sync(d->c);
 		start_task(d, fd, f, nf);
 	} else if (!strcmp(f[0], "end") && nf == 2) {
 		struct dtask *t = find_task(d, f[1]);
@@ -273,6 +272,22 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 	close(c);
 }
 
+/* The config and its rules, checked: 0, or -EINVAL after the line saying what is wrong. */
+static int load_config(const char *path, struct config *cfg, bool *needs_args)
+{
+	struct session probe;
+	int err;
+
+	config_defaults(cfg);
+	err = config_load(cfg, path ? path : TP_DEFAULT_CONFIG, path != NULL);
+	if (err)
+		return err;
+	err = session__init(&probe, &(struct session_params){ .config_path = path });
+	*needs_args = !err && session__needs_args(&probe);
+	session__fini(&probe);
+	return err;
+}
+
 /*
  * SIGHUP: the config and its rules again, for tasks started from now on; a bad file
  * keeps the one in use (said in the log). What the collector loaded stays: a new exec
@@ -281,24 +296,15 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 static void reload(struct daemon *d)
 {
 	struct config cfg;
-	struct session probe;
-	int err;
+	bool needs_args;
 
-	config_defaults(&cfg);
-	err = config_load(&cfg, d->config_path ? d->config_path : TP_DEFAULT_CONFIG,
-			  d->config_path != NULL);
-	if (!err) {
-		err = session__init(&probe,
-				    &(struct session_params){ .config_path = d->config_path });
-		if (!err && session__needs_args(&probe) && !d->capture_args)
-			tp_err("warning: exec rules read arguments only after a restart of the daemon");
-		session__fini(&probe);
-	}
-	if (err) {
+	if (load_config(d->config_path, &cfg, &needs_args)) {
 		tp_err("reload: %s has errors; the config in use is kept",
 		       d->config_path ? d->config_path : TP_DEFAULT_CONFIG);
 		return;
 	}
+	if (needs_args && !d->capture_args)
+		tp_err("warning: exec rules read arguments only after a restart of the daemon");
 	d->cfg = cfg;
 	fprintf(stderr, "taskprobe: config reloaded, for new tasks\n");
 }
@@ -373,7 +379,6 @@ int cmd_daemon(int argc, char **argv)
 	struct api *api = NULL;
 	struct collector_opts copts = { 0 };
 	struct daemon d = { .lfd = -1, .sfd = -1 };
-	struct session probe;
 	sigset_t mask;
 	int opt, err;
 
@@ -407,23 +412,15 @@ int cmd_daemon(int argc, char **argv)
 		tp_err("daemon: unexpected argument '%.64s'", argv[optind]);
 		return 2;
 	}
-	config_defaults(&d.cfg);
-	if (config_load(&d.cfg, d.config_path ? d.config_path : TP_DEFAULT_CONFIG,
-			d.config_path != NULL))
+	/* The config and its rules, checked once: a bad line stops the daemon here. */
+	if (load_config(d.config_path, &d.cfg, &d.capture_args))
 		return 1;
 	if (cgroup2_mount(d.root, sizeof(d.root))) {
 		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
 		       "/sys/fs/cgroup'");
 		return 1;
 	}
-	/* The config's rules, checked once: a bad line stops the daemon here. */
-	if (session__init(&probe, &(struct session_params){ .config_path = d.config_path })) {
-		session__fini(&probe);
-		return 1;
-	}
-	copts.capture_args = session__needs_args(&probe);
-	d.capture_args = copts.capture_args;
-	session__fini(&probe);
+	copts.capture_args = d.capture_args;
 	d.c = collector__open(&copts);
 	if (!d.c) {
 		tp_err("cannot load the BPF collector: %s", strerror(errno));
