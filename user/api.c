@@ -198,25 +198,31 @@ static int hist_row(void *ctx, const struct store_hist_row *r)
 	return 0;
 }
 
+/* The stored task with this id; false after fail() (bad id 400, unknown 404). */
+static bool find_task(struct api *api, const char *id, struct store_task *t, struct answer *a)
+{
+	int err;
+
+	if (!tp_valid_id(id)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid task id: use " TP_ID_RULE);
+		return false;
+	}
+	err = store__find(api->store, id, t);
+	if (err == -ENOENT)
+		fail(a, MHD_HTTP_NOT_FOUND, "no stored task '%s'", id);
+	else if (err)
+		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		     "the database failed; the daemon's log says how");
+	return !err;
+}
+
 static void get_task(struct api *api, const char *id, bool hists, struct answer *a)
 {
 	struct store_task t;
 	int err;
 
-	if (!tp_valid_id(id)) {
-		fail(a, MHD_HTTP_BAD_REQUEST, "invalid task id: use " TP_ID_RULE);
+	if (!find_task(api, id, &t, a))
 		return;
-	}
-	err = store__find(api->store, id, &t);
-	if (err == -ENOENT) {
-		fail(a, MHD_HTTP_NOT_FOUND, "no stored task '%s'", id);
-		return;
-	}
-	if (err) {
-		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR,
-		     "the database failed; the daemon's log says how");
-		return;
-	}
 	if (hists) {
 		jw_obj_begin(&a->w);
 		err = store__histograms(api->store, t.tid, NULL, hist_row, &a->w);
@@ -247,22 +253,14 @@ static void get_series(struct api *api, struct MHD_Connection *conn, const char 
 	struct store_task t = { 0 };
 	size_t n = 0;
 	__u64 np = 100;
-	int damaged, err;
+	int damaged;
 
 	if (points && (tp_parse_u64(points, 5000, &np) || np < 10)) {
 		fail(a, MHD_HTTP_BAD_REQUEST, "invalid points '%.32s': 10 to 5000", points);
 		return;
 	}
-	if (!tp_valid_id(id)) {
-		fail(a, MHD_HTTP_BAD_REQUEST, "invalid task id: use " TP_ID_RULE);
+	if (!find_task(api, id, &t, a))
 		return;
-	}
-	err = store__find(api->store, id, &t);
-	if (err) {
-		fail(a, err == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
-		     err == -ENOENT ? "no stored task '%s'" : "the database failed (%s)", id);
-		return;
-	}
 	rec = t.record ? json_parse(t.record, strlen(t.record), NULL, 0) : NULL;
 	bk = calloc(np, sizeof(*bk));
 	if (!bk || store__series(api->store, t.tid, &pts, &n, &damaged) ||
