@@ -562,7 +562,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 
 static int run_task(struct run_opts *o)
 {
-	struct run_state st = { .o = o, .pidfd = -1 };
+	struct run_state st = { .o = o, .out = OUTPUT_CLOSED, .pidfd = -1 };
 	char root[PATH_MAX];
 	struct store *store = NULL;
 	struct task_record *rec;
@@ -571,12 +571,7 @@ static int run_task(struct run_opts *o)
 	int sfd = -1, exec_err = 0, err, ret = EXIT_TP_FAILED;
 
 	st.loop.ep = st.loop.tick_fd = -1;
-	st.s.slot = -1;
-	st.s.events_fd = -1;
-	st.s.msock.fd = -1;
-	/* Nothing of these is open until prepare() opens it: never fd 0. */
-	st.out.child_out = st.out.child_err = -1;
-	st.out.s[0].in_fd = st.out.s[1].in_fd = -1;
+	session__clear(&st.s);
 	if (prepare(&st, o, &cfg, &store, root, sizeof(root)))
 		goto out;
 	sigemptyset(&mask);

@@ -33,6 +33,12 @@ struct output {
 	__u64 bytes;
 };
 
+/* An output not opened yet: output__close may be called on it (no fd 0 closed). */
+#define OUTPUT_CLOSED                                                                              \
+	{                                                                                          \
+		.s = { { .in_fd = -1 }, { .in_fd = -1 } }, .child_out = -1, .child_err = -1        \
+	}
+
 /*
  * Sets up interception unless disabled or stdout is a terminal. When stdout and
  * stderr are one file (2>&1), one pipe carries both, so their order is kept.

@@ -18,17 +18,22 @@
 #include "store.h"
 #include "util.h"
 
-int session__init(struct session *s, const struct session_params *p)
+void session__clear(struct session *s)
 {
-	const char *config_path = p->config_path ? p->config_path : TP_DEFAULT_CONFIG;
-
 	memset(s, 0, sizeof(*s));
-	s->p = *p;
 	s->slot = -1;
 	s->tid = -1;
 	s->events_fd = -1;
 	s->msock.fd = -1;
 	rules__init(&s->rules);
+}
+
+int session__init(struct session *s, const struct session_params *p)
+{
+	const char *config_path = p->config_path ? p->config_path : TP_DEFAULT_CONFIG;
+
+	session__clear(s);
+	s->p = *p;
 	if (um_table__init(&s->um))
 		return -ENOMEM;
 	if (rules__load(&s->rules, config_path, true, false) ||
@@ -362,6 +367,8 @@ static int adopt_cgroup(struct session *s)
 		return -EINVAL;
 	}
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", real);
+	/* Below the mount as resolved: the given root may have been a link to it. */
+	s->cg_rel = s->cgroup + n;
 	s->adopted = true;
 	return 0;
 }
@@ -402,13 +409,8 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 		return s->slot;
 	}
 	collector__on_exec(c, s->slot, on_exec, s);
-	s->cg_rel = s->cgroup + strlen(s->p.root);
-	if (s->adopted) {
-		char root[PATH_MAX];
-
-		/* The resolved path: the mount's own may have been given through a link. */
-		s->cg_rel = s->cgroup + strlen(realpath(s->p.root, root) ? root : s->p.root);
-	}
+	if (!s->adopted)
+		s->cg_rel = s->cgroup + strlen(s->p.root);
 	/* Without the socket the task still runs, only its own metrics are not taken. */
 	err = msock__open(&s->msock);
 	if (err)

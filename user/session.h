@@ -77,6 +77,8 @@ struct session {
 	enum leftover_action action;
 };
 
+/* Nothing open yet: session__fini may be called on it. */
+void session__clear(struct session *s);
 /* Parameters kept, config rules and rules_path loaded: a bad line is -EINVAL (said). */
 int session__init(struct session *s, const struct session_params *p);
 /* Whether a rule needs each exec's argv (the collector copies it only then). */
