@@ -132,10 +132,15 @@ const struct hist_desc hist_descs[] = {
 
 const size_t hist_descs_n = sizeof(hist_descs) / sizeof(hist_descs[0]);
 
+__u64 metric_fig(const struct metric_desc *d, const struct task_record *t)
+{
+	return *(const __u64 *)((const char *)&t->fig + d->fig_off);
+}
+
 bool metric_get(const struct metric_desc *d, const struct task_record *t, double *v)
 {
 	if (d->fig_off >= 0) {
-		*v = (double)*(const __u64 *)((const char *)&t->fig + d->fig_off);
+		*v = (double)metric_fig(d, t);
 		return true;
 	}
 	return d->get(t, v);

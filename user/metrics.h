@@ -47,6 +47,8 @@ struct hist_desc {
 extern const struct hist_desc hist_descs[];
 extern const size_t hist_descs_n;
 
+/* The figure of a metric kept in struct task_figures (fig_off >= 0), exactly. */
+__u64 metric_fig(const struct metric_desc *d, const struct task_record *t);
 /* The value of d in t: false when the record has none. */
 bool metric_get(const struct metric_desc *d, const struct task_record *t, double *v);
 void metric_set(const struct metric_desc *d, struct task_record *t, double v);

@@ -392,7 +392,6 @@ static void write_user_metrics(struct jw *w, const struct um_table *um)
 
 static void write_metrics(struct jw *w, const struct task_record *t)
 {
-	const struct task_figures *g = &t->fig;
 	const char *mem_src;
 
 	task_mem_peak(t, &mem_src);
@@ -403,7 +402,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		double v;
 
 		if (d->fig_off >= 0)
-			jw_ku64(w, d->name, *(const __u64 *)((const char *)g + d->fig_off));
+			jw_ku64(w, d->name, metric_fig(d, t));
 		else if (!metric_get(d, t, &v))
 			continue;
 		else if (d->real)
