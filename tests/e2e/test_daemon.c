@@ -235,9 +235,21 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 		cli = tu_parse_json(r.out);
 		ASSERT_TRUE(tu_num(api, "samples") >= 1, "a sample at least (the final one)");
 		ASSERT_EQ(tu_num(api, "samples"), tu_num(cli, "samples"), "samples, the CLI's");
-		ASSERT_EQ(tu_num(json_get(json_at(json_get(api, "buckets"), 9), "max"), "procs"),
-			  tu_num(json_get(json_at(json_get(cli, "buckets"), 9), "max"), "procs"),
-			  "the last bucket's peak, the CLI's");
+		double in_buckets = 0;
+		bool same = true;
+
+		/* Every sample in one bucket, and each bucket the CLI's, to the sample. */
+		for (size_t b = 0; b < 10; b++) {
+			const struct json *x = json_at(json_get(api, "buckets"), b);
+			const struct json *y = json_at(json_get(cli, "buckets"), b);
+
+			in_buckets += tu_num(x, "samples");
+			same &= tu_num(x, "samples") == tu_num(y, "samples") &&
+				tu_num(json_get(x, "max"), "procs") ==
+					tu_num(json_get(y, "max"), "procs");
+		}
+		ASSERT_EQ(in_buckets, tu_num(api, "samples"), "the buckets hold every sample");
+		ASSERT_TRUE(same, "each bucket, the CLI's");
 	}
 	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/series?points=5", base);
 	ASSERT_EQ(http_get(&r, url, NULL), 400, "points below 10");
