@@ -27,6 +27,7 @@
 #include "hostinfo.h"
 #include "json.h"
 #include "loop.h"
+#include "rules.h"
 #include "session.h"
 #include "store.h"
 #include "util.h"
@@ -70,6 +71,7 @@ struct daemon {
 	int ntasks;
 	int exit_code;
 	bool capture_args; /* the collector copies argv (an exec rule needed it at start) */
+	char *config_text; /* the config file as last loaded: new tasks' rules */
 };
 
 const char *control_path(const char *opt)
@@ -173,6 +175,7 @@ static void start_task(struct daemon *d, int fd, char **f, int nf)
 	t->cfg = d->cfg;
 	p.cfg = &t->cfg;
 	p.config_path = d->config_path;
+	p.config_text = d->config_text;
 	p.root = d->root;
 	p.cgroup = t->cgroup;
 	p.interval_ms = 1000;
@@ -272,19 +275,45 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 	close(c);
 }
 
-/* The config and its rules, checked: 0, or -EINVAL after the line saying what is wrong. */
-static int load_config(const char *path, struct config *cfg, bool *needs_args)
+/*
+ * The config and its rules, checked, and the file's text for the tasks' rules (NULL
+ * when there is no file): 0, or -EINVAL after the line saying what is wrong.
+ */
+static int load_config(const char *path, struct config *cfg, bool *needs_args, char **text)
 {
+	const char *file = path ? path : TP_DEFAULT_CONFIG;
 	struct session probe;
+	char *buf;
+	ssize_t n;
 	int err;
 
+	*text = NULL;
 	config_defaults(cfg);
-	err = config_load(cfg, path ? path : TP_DEFAULT_CONFIG, path != NULL);
-	if (err)
+	buf = malloc(RULES_FILE_MAX);
+	if (!buf)
+		return -ENOMEM;
+	/* One read for the keys and the rules: a save in between cannot split them. */
+	n = tp_read_file(file, buf, RULES_FILE_MAX);
+	if (n < 0 && (n != -ENOENT || path)) {
+		free(buf);
+		err = config_load(cfg, file, path != NULL);
+		return err ? err : (int)n;
+	}
+	if (n < 0)
+		buf[0] = '\0';
+	err = config_parse(cfg, file, buf);
+	if (err) {
+		free(buf);
 		return err;
-	err = session__init(&probe, &(struct session_params){ .config_path = path });
+	}
+	err = session__init(&probe,
+			    &(struct session_params){ .config_path = path, .config_text = buf });
 	*needs_args = !err && session__needs_args(&probe);
 	session__fini(&probe);
+	if (err)
+		free(buf);
+	else
+		*text = buf;
 	return err;
 }
 
@@ -297,8 +326,9 @@ static void reload(struct daemon *d)
 {
 	struct config cfg;
 	bool needs_args;
+	char *text;
 
-	if (load_config(d->config_path, &cfg, &needs_args)) {
+	if (load_config(d->config_path, &cfg, &needs_args, &text)) {
 		tp_err("reload: %s has errors; the config in use is kept",
 		       d->config_path ? d->config_path : TP_DEFAULT_CONFIG);
 		return;
@@ -306,6 +336,8 @@ static void reload(struct daemon *d)
 	if (needs_args && !d->capture_args)
 		tp_err("warning: exec rules read arguments only after a restart of the daemon");
 	d->cfg = cfg;
+	free(d->config_text);
+	d->config_text = text;
 	fprintf(stderr, "taskprobe: config reloaded, for new tasks\n");
 }
 
@@ -413,7 +445,7 @@ int cmd_daemon(int argc, char **argv)
 		return 2;
 	}
 	/* The config and its rules, checked once: a bad line stops the daemon here. */
-	if (load_config(d.config_path, &d.cfg, &d.capture_args))
+	if (load_config(d.config_path, &d.cfg, &d.capture_args, &d.config_text))
 		return 1;
 	if (cgroup2_mount(d.root, sizeof(d.root))) {
 		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
@@ -478,5 +510,6 @@ out:
 	loop__fini(&d.loop);
 	store__close(d.store);
 	collector__free(d.c);
+	free(d.config_text);
 	return err;
 }

@@ -8,8 +8,6 @@
 #include "rules.h"
 #include "util.h"
 
-#define RULES_FILE_MAX (256 * 1024)
-
 void rules__init(struct rules *rs)
 {
 	memset(rs, 0, sizeof(*rs));
@@ -147,25 +145,13 @@ int rules__add(struct rules *rs, const char *file, int lineno, const char *line)
 	return 0;
 }
 
-int rules__load(struct rules *rs, const char *path, bool section, bool required)
+int rules__parse(struct rules *rs, const char *path, char *text, bool section)
 {
-	char *buf = malloc(RULES_FILE_MAX), *save = NULL, *line;
+	char *save = text, *line;
 	bool in = !section;
 	int lineno = 0, err = 0;
-	ssize_t n;
 
-	if (!buf)
-		return -ENOMEM;
-	n = tp_read_file(path, buf, RULES_FILE_MAX);
-	if (n < 0) {
-		free(buf);
-		if (n == -ENOENT && !required)
-			return 0;
-		tp_err("cannot read rules %s: %s", path, strerror((int)-n));
-		return (int)n;
-	}
 	/* strsep keeps empty lines, so that line numbers stay right. */
-	save = buf;
 	while (!err && (line = strsep(&save, "\n"))) {
 		char *s = line, *e;
 
@@ -184,6 +170,26 @@ int rules__load(struct rules *rs, const char *path, bool section, bool required)
 		if (in)
 			err = rules__add(rs, path, lineno, s);
 	}
+	return err;
+}
+
+int rules__load(struct rules *rs, const char *path, bool section, bool required)
+{
+	char *buf = malloc(RULES_FILE_MAX);
+	ssize_t n;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	n = tp_read_file(path, buf, RULES_FILE_MAX);
+	if (n < 0) {
+		free(buf);
+		if (n == -ENOENT && !required)
+			return 0;
+		tp_err("cannot read rules %s: %s", path, strerror((int)-n));
+		return (int)n;
+	}
+	err = rules__parse(rs, path, buf, section);
 	free(buf);
 	return err;
 }

@@ -21,6 +21,7 @@
 #include "usermetrics.h"
 
 #define RULES_MAX 256
+#define RULES_FILE_MAX (256 * 1024) /* a rules or config file's size, at most */
 #define ANCHORS_MAX 1000
 
 enum rule_where { RULE_OUTPUT, RULE_EXEC, RULE_PHASE_BEGIN, RULE_PHASE_END };
@@ -61,6 +62,8 @@ int rules__add(struct rules *rs, const char *file, int lineno, const char *line)
  * file); without, every line (--rules FILE). Blank lines and '#' comments are skipped.
  */
 int rules__load(struct rules *rs, const char *path, bool section, bool required);
+/* The same from text read before (as the file path was then); text is cut up. */
+int rules__parse(struct rules *rs, const char *path, char *text, bool section);
 /* After the last rules__add: the match data all rules share. */
 int rules__finish(struct rules *rs);
 void rules__fini(struct rules *rs);

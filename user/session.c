@@ -31,13 +31,20 @@ void session__clear(struct session *s)
 int session__init(struct session *s, const struct session_params *p)
 {
 	const char *config_path = p->config_path ? p->config_path : TP_DEFAULT_CONFIG;
+	char *text = p->config_text ? strdup(p->config_text) : NULL;
+	int err;
 
 	session__clear(s);
 	s->p = *p;
-	if (um_table__init(&s->um))
+	if (um_table__init(&s->um) || (p->config_text && !text)) {
+		free(text);
 		return -ENOMEM;
-	if (rules__load(&s->rules, config_path, true, false) ||
-	    (p->rules_path && rules__load(&s->rules, p->rules_path, false, true)) ||
+	}
+	/* The daemon's snapshot, so that the rules change with a reload, not a save. */
+	err = text ? rules__parse(&s->rules, config_path, text, true)
+		   : rules__load(&s->rules, config_path, true, false);
+	free(text);
+	if (err || (p->rules_path && rules__load(&s->rules, p->rules_path, false, true)) ||
 	    rules__finish(&s->rules))
 		return -EINVAL;
 	return 0;

@@ -36,6 +36,7 @@ struct session_params {
 	int nlabels;
 	const struct config *cfg;
 	const char *config_path; /* its counting rules, NULL: the default config's */
+	const char *config_text; /* or that file as it was read before (the daemon's) */
 	const char *rules_path;	 /* more rules, or NULL */
 	const char *root;	 /* the cgroup2 mount */
 	const char *cgroup;	 /* track this cgroup (task start), never removed; NULL: make one */

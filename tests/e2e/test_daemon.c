@@ -337,13 +337,22 @@ TEST(TIER_E2E, api_token_is_required)
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }
 
-/* SIGHUP reads the config again for tasks started after it; a bad one is not taken. */
+/*
+ * SIGHUP reads the config and its rules again for tasks started after it; a file
+ * saved without it changes nothing, and a bad one is not taken.
+ */
 TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
 {
 	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *conf = tu_tmp("tp.conf");
-	static const char *const ids[3] = { "r1", "r2", "r3" };
-	char cg[4096], sock_opt[4200], conf_opt[4200];
-	const struct json *groups;
+	static const char *const ids[4] = { "r1", "r1b", "r2", "r3" };
+	static const char *const files[4] = {
+		"worker_pool = pool-a\n[rules]\nexec trues ^/bin/true\n",
+		"worker_pool = pool-b\n[rules]\nexec trues ^/bin/true\nexec shs ^/bin/sh\n",
+		NULL, /* the same file, now with SIGHUP */
+		"worker_pool = pool-c\nretain_days = 0\n",
+	};
+	char cg[4096], sock_opt[4200], conf_opt[4200], json[4200];
+	const struct json *groups, *rec;
 	struct tu_result r;
 	pid_t d;
 
@@ -351,17 +360,15 @@ TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
 		return;
 	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
 	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
-	tu_write_file(conf, "worker_pool = pool-a\n");
+	tu_write_file(conf, files[0]);
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
 				 "--listen=off", NULL });
 	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
 		return;
-	for (int i = 0; i < 3; i++) {
-		if (i == 1)
-			tu_write_file(conf, "worker_pool = pool-b\n");
-		if (i == 2)
-			tu_write_file(conf, "worker_pool = pool-c\nretain_days = 0\n");
-		if (i) {
+	for (int i = 0; i < 4; i++) {
+		if (i && files[i])
+			tu_write_file(conf, files[i]);
+		if (i >= 2) {
 			kill(d, SIGHUP);
 			/* The signal is the loop's next event; give it that turn. */
 			usleep(300000);
@@ -369,16 +376,22 @@ TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
 		tu_tp(&r, 30, "task", "start", ids[i], "--cgroup", cg, sock_opt, NULL);
 		ASSERT_EQ(r.status, 0, "task start");
 		ASSERT_EQ(run_in(cg, "/bin/true"), 0, "the workload");
-		tu_tp(&r, 30, "task", "end", ids[i], "--quiet", sock_opt, NULL);
+		snprintf(json, sizeof(json), "%s.%s.json", conf, ids[i]);
+		tu_tp(&r, 30, "task", "end", ids[i], "--quiet", "--json", json, sock_opt, NULL);
 		ASSERT_EQ(r.status, 0, "task end");
+		rec = tu_load_json(json);
+		/* sh, then /bin/true: each rule matches one exec of each task it is in. */
+		ASSERT_EQ(tu_metric(rec, "trues"), 1, "the exec rule of the first file");
+		ASSERT_EQ(tu_metric(rec, "shs"), i == 2 || i == 3 ? 1 : -1,
+			  "the rule added, only after the SIGHUP");
 	}
 	ASSERT_EQ(waitpid(d, NULL, WNOHANG), 0, "a bad config on SIGHUP does not stop the daemon");
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
-	/* sh and /bin/true: 2 execs a task; r1 in pool-a, r2 and r3 (bad file kept) in pool-b. */
+	/* 2 execs a task; r1 and r1b (saved, no SIGHUP) in pool-a, r2 and r3 in pool-b. */
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--by", "worker_pool", "--json", NULL);
 	groups = json_get(tu_parse_json(r.out), "groups");
-	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-a"), "tasks"), 1, "before the reload");
+	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-a"), "tasks"), 2, "before the reload");
 	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "tasks"), 2, "after it");
 	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "sum"), 4, "their execs");
 	ASSERT_TRUE(tu_find(groups, "value", "pool-c") == NULL, "the bad file was not taken");
