@@ -4,6 +4,7 @@
  * starts and ends over the control socket (`taskprobe task start|end`).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include "hostinfo.h"
 #include "json.h"
 #include "loop.h"
+#include "output.h"
 #include "rules.h"
 #include "session.h"
 #include "store.h"
@@ -47,14 +49,31 @@ const char daemon_usage[] =
 	"SIGTERM or SIGINT ends every task still tracked as 'interrupted', then exits 0;\n"
 	"SIGHUP reads the config and its rules again, for tasks started from then on.\n";
 
+/* What a `run` client may have sent and not yet ended by a newline. */
+#define RUN_IN_MAX (OUTPUT_LINE_MAX + 64)
+
 /* A task of the daemon's: its session, and the strings its parameters point to. */
 struct dtask {
 	struct session s;
 	struct config cfg; /* the config when it started: a reload is for new tasks */
+	struct daemon *d;
 	char id[TP_ID_MAX + 1];
 	char cgroup[PATH_MAX];
 	char kv[TP_LABELS_MAX][TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2];
 	struct label labels[TP_LABELS_MAX];
+	char **argv; /* a run's command and rules (owned) */
+	int argc;
+	char *rules_text;
+	/* A `run` client's connection, open for the task's life; -1 for `task start`. */
+	int conn;
+	struct loop_handler conn_h;
+	char *in; /* what it sent, short of a newline */
+	size_t in_len;
+	int wstatus;
+	int exec_err;
+	bool exited; /* its main process ended ("x") */
+	bool lost;   /* the client went away before "f": the task is interrupted */
+	bool finish; /* to be finished after this batch of events */
 };
 
 struct daemon {
@@ -73,13 +92,6 @@ struct daemon {
 	bool capture_args; /* the collector copies argv (an exec rule needed it at start) */
 	char *config_text; /* the config file as last loaded: new tasks' rules */
 };
-
-const char *control_path(const char *opt)
-{
-	const char *env = getenv("TASKPROBE_CONTROL");
-
-	return opt ? opt : env && *env ? env : CONTROL_SOCKET;
-}
 
 static int tasks_running(void *ctx)
 {
@@ -102,7 +114,16 @@ static void drop_task(struct daemon *d, struct dtask *t)
 		d->tasks[i] = d->tasks[--d->ntasks];
 		break;
 	}
+	if (t->conn >= 0) {
+		loop__del(&d->loop, &t->conn_h);
+		close(t->conn);
+	}
 	session__fini(&t->s);
+	for (int i = 0; i < t->argc; i++)
+		free(t->argv[i]);
+	free(t->argv);
+	free(t->rules_text);
+	free(t->in);
 	free(t);
 }
 
@@ -125,68 +146,99 @@ static void answer(int fd, const char *fmt, ...)
 		return;
 }
 
-static void start_task(struct daemon *d, int fd, char **f, int nf)
+/* A new task's id and labels checked (else the answer says why): NULL, or the task. */
+static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **kv, int nkv)
 {
-	struct session_params p = { 0 };
 	const char *why;
 	struct dtask *t;
-	int err;
 
-	if (nf < 3 || !tp_valid_id(f[1])) {
+	if (!tp_valid_id(id)) {
 		answer(fd, "error\tinvalid task id: use " TP_ID_RULE);
-		return;
+		return NULL;
 	}
-	if (find_task(d, f[1])) {
-		answer(fd, "error\ttask '%s' is tracked already; 'taskprobe task end %s' first",
-		       f[1], f[1]);
-		return;
+	if (find_task(d, id)) {
+		answer(fd, "error\ttask '%s' is tracked already; 'taskprobe task end %s' first", id,
+		       id);
+		return NULL;
 	}
-	if (d->ntasks >= DAEMON_TASKS_MAX || nf - 3 > TP_LABELS_MAX) {
-		answer(fd, "error\t%s",
-		       nf - 3 > TP_LABELS_MAX ? "at most 64 labels"
-					      : "the daemon's task table is full");
-		return;
+	if (nkv > TP_LABELS_MAX) {
+		answer(fd, "error\tat most %d labels", TP_LABELS_MAX);
+		return NULL;
+	}
+	if (d->ntasks >= DAEMON_TASKS_MAX) {
+		answer(fd, "error\tthe daemon's task table is full (%d tasks)", DAEMON_TASKS_MAX);
+		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		answer(fd, "error\tout of memory");
-		return;
+		return NULL;
 	}
-	snprintf(t->id, sizeof(t->id), "%s", f[1]);
-	snprintf(t->cgroup, sizeof(t->cgroup), "%s", f[2]);
-	for (int i = 3; i < nf; i++) {
-		struct label *l = &t->labels[i - 3];
+	t->d = d;
+	t->conn = -1;
+	snprintf(t->id, sizeof(t->id), "%s", id);
+	for (int i = 0; i < nkv; i++) {
+		struct label *l = &t->labels[i];
 
-		snprintf(t->kv[i - 3], sizeof(t->kv[0]), "%s", f[i]);
-		if (tp_parse_label(t->kv[i - 3], &l->key, &l->val, &why)) {
-			answer(fd, "error\tinvalid label '%.64s': %s", f[i], why);
+		snprintf(t->kv[i], sizeof(t->kv[0]), "%s", kv[i]);
+		if (tp_parse_label(t->kv[i], &l->key, &l->val, &why)) {
+			answer(fd, "error\tinvalid label '%.64s': %s", kv[i], why);
 			free(t);
-			return;
+			return NULL;
 		}
 		if (hostinfo_is_label(l->key)) {
 			answer(fd, "error\tlabel '%.64s' names a host label", l->key);
 			free(t);
-			return;
+			return NULL;
 		}
 	}
-	p.id = t->id;
-	p.labels = t->labels;
-	p.nlabels = nf - 3;
 	t->cfg = d->cfg;
-	p.cfg = &t->cfg;
-	p.config_path = d->config_path;
-	p.config_text = d->config_text;
-	p.root = d->root;
-	p.cgroup = t->cgroup;
-	p.interval_ms = 1000;
-	err = session__init(&t->s, &p);
+	return t;
+}
+
+/* The session of t with what every task of the daemon's shares; 0, or answered. */
+static int open_session(struct daemon *d, struct dtask *t, int fd, struct session_params *p,
+			int nlabels)
+{
+	int err;
+
+	p->id = t->id;
+	p->labels = t->labels;
+	p->nlabels = nlabels;
+	p->cfg = &t->cfg;
+	p->config_path = d->config_path;
+	p->config_text = d->config_text;
+	p->root = d->root;
+	p->by_daemon = true;
+	err = session__init(&t->s, p);
 	if (!err)
 		err = session__start(&t->s, d->c, d->store, &d->loop);
 	if (err) {
-		answer(fd, "error\tcannot track %s as task '%s': %s (the daemon's log says more)",
-		       t->cgroup, t->id, strerror(-err));
-		session__fini(&t->s);
-		free(t);
+		answer(fd, "error\tcannot track task '%s': %s (the daemon's log says more)", t->id,
+		       strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* start ID CGROUP [K=V ...]: a cgroup the worker manages, until `end ID`. */
+static void start_task(struct daemon *d, int fd, char **f, int nf)
+{
+	struct session_params p = { 0 };
+	struct dtask *t;
+
+	if (nf < 3) {
+		answer(fd, "error\tstart needs an id and a cgroup");
+		return;
+	}
+	t = new_task(d, fd, f[1], f + 3, nf - 3);
+	if (!t)
+		return;
+	snprintf(t->cgroup, sizeof(t->cgroup), "%s", f[2]);
+	p.cgroup = t->cgroup;
+	p.interval_ms = 1000;
+	if (open_session(d, t, fd, &p, nf - 3)) {
+		drop_task(d, t);
 		return;
 	}
 	d->tasks[d->ntasks++] = t;
@@ -197,10 +249,16 @@ static void start_task(struct daemon *d, int fd, char **f, int nf)
 static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int fd)
 {
 	struct task_record *rec = session__finish(&t->s);
+	struct timeval tv = { .tv_sec = 2 };
 	FILE *f;
 
-	rec->end = end;
+	if (end == TASK_EXITED)
+		task_set_end(rec, t->wstatus, t->exec_err);
+	else
+		rec->end = end;
 	if (fd >= 0) {
+		/* The client reads it at once: one that does not is given 2 s, not the loop. */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		answer(fd, "ok");
 		f = fdopen(dup(fd), "w");
 		if (f) {
@@ -216,15 +274,193 @@ static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int f
 	drop_task(d, t);
 }
 
-static void on_request(struct daemon *d, int fd)
+/* A run's task is over (main process ended, cgroup empty): its client drains, then "f". */
+static void on_run_done(void *ctx, struct session *s)
+{
+	struct dtask *t = ctx;
+
+	(void)s;
+	if (t->conn < 0 || write(t->conn, "e\n", 2) != 2)
+		t->finish = true;
+}
+
+/* The client went away: its task ends as interrupted, once its cgroup is empty. */
+static void run_client_gone(struct dtask *t)
+{
+	loop__del(&t->d->loop, &t->conn_h);
+	close(t->conn);
+	t->conn = -1;
+	if (t->finish)
+		return;
+	t->lost = true;
+	if (!t->exited) {
+		t->exited = true;
+		session__main_exited(&t->s);
+	}
+	if (t->s.done)
+		t->finish = true;
+}
+
+static void run_message(struct dtask *t, char *line, size_t len)
+{
+	if (len >= 2 && line[0] == 'o' && line[1] == '\t') {
+		session__output_line(&t->s, line + 2, len - 2);
+	} else if (line[0] == 'x' && !t->exited) {
+		char *p = line + 1;
+
+		t->wstatus = (int)strtol(p, &p, 10);
+		t->exec_err = (int)strtol(p, &p, 10);
+		t->exited = true;
+		session__main_exited(&t->s);
+	} else if (line[0] == 'i') {
+		session__interrupt(&t->s);
+	} else if (line[0] == 'f' && t->s.done) {
+		t->finish = true;
+	}
+}
+
+/* What a run's client sends: lines, each one message. */
+static void on_run_conn(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	struct dtask *t = ctx;
+	ssize_t n;
+
+	(void)l, (void)events;
+	for (;;) {
+		char *nl, *p = t->in;
+
+		n = read(fd, t->in + t->in_len, RUN_IN_MAX - t->in_len);
+		if (n <= 0)
+			break;
+		t->in_len += (size_t)n;
+		while ((nl = memchr(p, '\n', t->in_len - (size_t)(p - t->in)))) {
+			*nl = '\0';
+			run_message(t, p, (size_t)(nl - p));
+			p = nl + 1;
+		}
+		t->in_len -= (size_t)(p - t->in);
+		memmove(t->in, p, t->in_len);
+		/* Longer than any line run sends: not ours to read. */
+		if (t->in_len == RUN_IN_MAX)
+			t->in_len = 0;
+	}
+	if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		run_client_gone(t);
+}
+
+/* A client not root: the task's cgroup is delegated to it, as systemd does. */
+static void delegate(const char *dir, uid_t uid)
+{
+	static const char *const files[] = { "", "/cgroup.procs", "/cgroup.threads" };
+	char path[PATH_MAX];
+
+	if (!dir[0] || !uid)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(path, sizeof(path), "%s%s", dir, files[i]);
+		if (chown(path, uid, (gid_t)-1) && errno != ENOENT)
+			tp_err("warning: cannot hand %s to uid %u: %s", path, (unsigned)uid,
+			       strerror(errno));
+	}
+}
+
+/* run ID INTERVAL GRACE KEEP RULES ARGC ARG... [K=V ...]: a task `run` spawns itself. */
+static bool run_task(struct daemon *d, int fd, char **f, int nf)
+{
+	struct session_params p = { 0 };
+	struct ucred cred = { 0 };
+	socklen_t clen = sizeof(cred);
+	__u64 interval, grace, keep, argc;
+	struct dtask *t;
+
+	if (nf < 7 || tp_parse_u64(f[2], RUN_INTERVAL_MAX, &interval) ||
+	    interval < RUN_INTERVAL_MIN || tp_parse_u64(f[3], RUN_GRACE_MAX, &grace) ||
+	    tp_parse_u64(f[4], 1, &keep) || tp_parse_u64(f[6], (__u64)(nf - 7), &argc) || !argc) {
+		answer(fd, "error\tmalformed run request");
+		return false;
+	}
+	t = new_task(d, fd, f[1], f + 7 + argc, nf - 7 - (int)argc);
+	if (!t)
+		return false;
+	t->argv = calloc(argc + 1, sizeof(char *));
+	t->in = malloc(RUN_IN_MAX);
+	if (!t->argv || !t->in || (f[5][0] && !(t->rules_text = strdup(control_unescape(f[5]))))) {
+		answer(fd, "error\tout of memory");
+		drop_task(d, t);
+		return false;
+	}
+	for (t->argc = 0; t->argc < (int)argc; t->argc++) {
+		t->argv[t->argc] = strdup(control_unescape(f[7 + t->argc]));
+		if (!t->argv[t->argc]) {
+			answer(fd, "error\tout of memory");
+			drop_task(d, t);
+			return false;
+		}
+	}
+	p.argv = t->argv;
+	p.argc = t->argc;
+	p.rules_text = t->rules_text;
+	p.interval_ms = interval;
+	p.grace_s = grace;
+	p.keep_leftovers = keep;
+	p.done_fn = on_run_done;
+	p.done_ctx = t;
+	if (open_session(d, t, fd, &p, nf - 7 - (int)argc)) {
+		drop_task(d, t);
+		return false;
+	}
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen)) {
+		delegate(t->s.cgroup, cred.uid);
+		delegate(t->s.memcg, cred.uid);
+	}
+	t->conn = fd;
+	t->conn_h = (struct loop_handler){ fd, EPOLLIN, on_run_conn, t };
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) || loop__add(&d->loop, &t->conn_h)) {
+		answer(fd, "error\tcannot watch the connection: %s", strerror(errno));
+		t->conn = -1;
+		drop_task(d, t);
+		return false;
+	}
+	d->tasks[d->ntasks++] = t;
+	answer(fd, "ok\t%s\t%s\t%s", t->s.cgroup, t->s.memcg,
+	       t->s.msock.fd >= 0 ? t->s.msock.path : "");
+	return true;
+}
+
+/* After each batch of events: the runs' tasks that are over get their records. */
+static void finish_runs(struct loop *l, void *ctx)
+{
+	struct daemon *d = ctx;
+	bool again = true;
+
+	(void)l;
+	while (again) {
+		again = false;
+		for (int i = 0; i < d->ntasks; i++) {
+			struct dtask *t = d->tasks[i];
+
+			if (!t->finish)
+				continue;
+			/* Every CPU switched since the task emptied: its figures are final. */
+			collector__sync(d->c);
+			end_task(d, t, t->lost ? TASK_INTERRUPTED : TASK_EXITED, t->conn);
+			again = true;
+			break;
+		}
+	}
+}
+
+/* One request; true when its connection became a run's (kept open). */
+static bool on_request(struct daemon *d, int fd)
 {
 	static char line[CONTROL_LINE_MAX];
-	char *f[3 + TP_LABELS_MAX + 1], *p = line, *nl;
 	struct timeval tv = { .tv_sec = 2 };
+	char **f, *p = line, *nl;
 	size_t len = 0;
-	int nf = 0;
+	int nf = 0, max = 1;
+	bool kept = false;
 
-	/* One short line: a client that does not send it in time is dropped. */
+	/* One line: a client that does not send it in time is dropped. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	while (len < sizeof(line) - 1 && !memchr(line, '\n', len)) {
 		ssize_t n = read(fd, line + len, sizeof(line) - 1 - len);
@@ -238,10 +474,17 @@ static void on_request(struct daemon *d, int fd)
 	if (!nl) {
 		answer(fd, "error\tthe request is not one line of at most %d bytes",
 		       CONTROL_LINE_MAX - 1);
-		return;
+		return false;
 	}
 	*nl = '\0';
-	while (p && nf < (int)ARRAY_SIZE(f)) {
+	for (const char *c = line; *c; c++)
+		max += *c == '\t';
+	f = malloc((size_t)max * sizeof(*f));
+	if (!f) {
+		answer(fd, "error\tout of memory");
+		return false;
+	}
+	while (p) {
 		f[nf++] = p;
 		p = strchr(p, '\t');
 		if (p)
@@ -249,19 +492,24 @@ static void on_request(struct daemon *d, int fd)
 	}
 	if (!strcmp(f[0], "start")) {
 		start_task(d, fd, f, nf);
+	} else if (!strcmp(f[0], "run")) {
+		kept = run_task(d, fd, f, nf);
 	} else if (!strcmp(f[0], "end") && nf == 2) {
 		struct dtask *t = find_task(d, f[1]);
 
-		if (!t) {
+		if (!t)
 			answer(fd, "error\tno task '%.128s' is tracked", f[1]);
-			return;
-		}
-		/* Every CPU switched since the request: the task's figures are final. */
-		collector__sync(d->c);
-		end_task(d, t, TASK_ENDED, fd);
+		else if (t->argv)
+			answer(fd, "error\ttask '%.128s' is a run's: it ends with its command",
+			       f[1]);
+		else
+			/* Every CPU switched since the request: the task's figures are final. */
+			collector__sync(d->c), end_task(d, t, TASK_ENDED, fd);
 	} else {
 		answer(fd, "error\tunknown request '%.32s'", f[0]);
 	}
+	free(f);
+	return kept;
 }
 
 static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
@@ -269,10 +517,8 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
 	(void)l, (void)events;
-	if (c < 0)
-		return;
-	on_request(ctx, c);
-	close(c);
+	if (c >= 0 && !on_request(ctx, c))
+		close(c);
 }
 
 /*
@@ -475,6 +721,8 @@ int cmd_daemon(int argc, char **argv)
 	d.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	d.listen_h = (struct loop_handler){ d.lfd, EPOLLIN, on_listen, &d };
 	d.sig_h = (struct loop_handler){ d.sfd, EPOLLIN, on_signalfd, &d };
+	d.loop.after_fn = finish_runs;
+	d.loop.after_ctx = &d;
 	if (d.sfd < 0 || loop__add(&d.loop, &d.listen_h) || loop__add(&d.loop, &d.sig_h) ||
 	    collector__watch(d.c, &d.loop)) {
 		tp_err("cannot set up the event loop: %s", strerror(errno));
@@ -495,7 +743,7 @@ int cmd_daemon(int argc, char **argv)
 	/* Stopped: what the tasks still tracked did so far is kept, said interrupted. */
 	collector__sync(d.c);
 	while (d.ntasks)
-		end_task(&d, d.tasks[0], TASK_INTERRUPTED, -1);
+		end_task(&d, d.tasks[0], TASK_INTERRUPTED, d.tasks[0]->conn);
 	err = 0;
 out:
 	api__close(api);

@@ -19,9 +19,12 @@
 
 #include "commands.h"
 #include "config.h"
+#include "control.h"
 #include "hostinfo.h"
+#include "json.h"
 #include "loop.h"
 #include "output.h"
+#include "runlink.h"
 #include "session.h"
 #include "store.h"
 
@@ -44,6 +47,10 @@ const char run_usage[] =
 	"  --db PATH         the task database (default: the config's db, else\n"
 	"                    /var/lib/taskprobe/taskprobe.db)\n"
 	"  --no-db           do not store the task\n"
+	"  --no-daemon       embed the collector even when the host daemon runs (it is\n"
+	"                    used when it answers on " CONTROL_SOCKET " or\n"
+	"                    TASKPROBE_CONTROL; --db, --no-db, --config and TASKPROBE_DB\n"
+	"                    name a store or config of this run's own, and embed it too)\n"
 	"  --interval MS     series sampling interval, 100 to 60000 (default 1000)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  --perfherder      print a PERFHERDER_DATA line of the figures at the end\n"
@@ -67,6 +74,7 @@ enum {
 	OPT_CONFIG,
 	OPT_PERFHERDER,
 	OPT_RULES,
+	OPT_NO_DAEMON,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -84,6 +92,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "perfherder", no_argument, NULL, OPT_PERFHERDER },
 		{ "rules", required_argument, NULL, OPT_RULES },
+		{ "no-daemon", no_argument, NULL, OPT_NO_DAEMON },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -148,6 +157,9 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_NO_DB:
 			o->no_db = true;
+			break;
+		case OPT_NO_DAEMON:
+			o->no_daemon = true;
 			break;
 		case OPT_CONFIG:
 			o->config_path = optarg;
@@ -334,14 +346,19 @@ out:
 	return err;
 }
 
-/* What `run` adds to its task's session: the main process, its output, the loop. */
+/*
+ * What `run` adds to its task's session: the main process, its output, the loop. When
+ * the daemon holds the task, there is no session or collector here but its link.
+ */
 struct run_state {
 	const struct run_opts *o;
 	struct session s;
 	struct collector *c;
+	struct runlink rl;
+	bool linked; /* the daemon's task */
 	struct output out;
 	struct loop loop;
-	struct loop_handler sig_h, out_h[2];
+	struct loop_handler sig_h, out_h[2], rl_h;
 	pid_t pid;
 	int pidfd;
 	int wstatus;
@@ -356,11 +373,14 @@ static void reap(struct run_state *st)
 
 	/* We are the subreaper: orphans of the task come to us and are reaped here too. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid == st->pid && !st->main_done) {
-			st->main_done = true;
-			st->wstatus = status;
+		if (pid != st->pid || st->main_done)
+			continue;
+		st->main_done = true;
+		st->wstatus = status;
+		if (!st->linked)
 			session__main_exited(&st->s);
-		}
+		else if (runlink__exited(&st->rl, status, st->exec_err), st->rl.closed)
+			loop__stop(&st->loop);
 	}
 }
 
@@ -374,7 +394,7 @@ static void reap_orphans(struct run_state *st)
 {
 	__u64 deadline = tp_now_ns() + 1000000000ULL;
 
-	if (st->s.action == LEFTOVER_KEPT)
+	if (st->linked ? st->o->keep_leftovers : st->s.action == LEFTOVER_KEPT)
 		return;
 	while (tp_now_ns() < deadline) {
 		int status;
@@ -397,7 +417,10 @@ static void on_signal(struct run_state *st, const struct signalfd_siginfo *si)
 	}
 	if (st->main_done) {
 		/* Interrupted during the grace period: do not wait any longer. */
-		session__interrupt(&st->s);
+		if (st->linked)
+			runlink__interrupt(&st->rl);
+		else
+			session__interrupt(&st->s);
 		return;
 	}
 	/* A terminal's signal (SI_KERNEL) reached the task's process group already. */
@@ -428,6 +451,19 @@ static void on_output(struct loop *l, void *ctx, int fd, uint32_t events)
 		loop__del(l, &st->out_h[i]);
 }
 
+/* The daemon said the cgroup is empty, or went away (then the command is waited for). */
+static void on_link(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	struct run_state *st = ctx;
+
+	(void)fd, (void)events;
+	runlink__read(&st->rl);
+	if (st->rl.closed)
+		loop__del(l, &st->rl_h);
+	if (st->rl.empty || (st->rl.closed && st->main_done))
+		loop__stop(l);
+}
+
 static void on_task_done(void *ctx, struct session *s)
 {
 	struct run_state *st = ctx;
@@ -448,20 +484,6 @@ static int watch(struct run_state *st, int sfd)
 		err = loop__add(&st->loop, &st->out_h[i]);
 	}
 	return err;
-}
-
-/* How the main process ended, in the record the session made. */
-static void fill_end(struct task_record *t, const struct run_state *st)
-{
-	if (st->exec_err) {
-		t->end = st->exec_err == ENOENT ? TASK_NOT_FOUND : TASK_EXEC_FAILED;
-	} else if (WIFSIGNALED(st->wstatus)) {
-		t->end = TASK_SIGNALED;
-		t->signal = WTERMSIG(st->wstatus);
-	} else {
-		t->end = TASK_EXITED;
-		t->exit_code = WEXITSTATUS(st->wstatus);
-	}
 }
 
 /* The task's database: an unusable one stops us before the task starts. */
@@ -560,19 +582,67 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 	return 0;
 }
 
+/* The daemon holds the task: its cgroup and socket are the daemon's; 0 or said. */
+static int prepare_linked(struct run_state *st)
+{
+	int err = loop__init(&st->loop, COLLECTOR_DRAIN_MS);
+
+	st->rl_h = (struct loop_handler){ st->rl.fd, EPOLLIN, on_link, st };
+	if (!err)
+		err = loop__add(&st->loop, &st->rl_h);
+	if (err) {
+		tp_err("cannot set up the event loop: %s", strerror(-err));
+		return err;
+	}
+	if (st->rl.msock[0])
+		setenv("TASKPROBE_SOCKET", st->rl.msock, 1);
+	if (output__open(&st->out, true, runlink__line, &st->rl)) {
+		tp_err("cannot set up the task's output: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* The record: made here, or sent by the daemon (parsed into *doc, freed by the caller). */
+static struct task_record *finish(struct run_state *st, struct task_record *t, struct json **doc)
+{
+	const char *text;
+	struct task_record *rec;
+
+	if (!st->linked) {
+		collector__sync(st->c);
+		rec = session__finish(&st->s);
+		task_set_end(rec, st->wstatus, st->exec_err);
+		return rec;
+	}
+	text = runlink__finish(&st->rl);
+	if (!text)
+		return NULL;
+	*doc = json_parse(text, strlen(text), NULL, 0);
+	if (!*doc || task_from_json(t, *doc)) {
+		tp_err("the daemon's record of task '%s' is damaged", st->o->id);
+		return NULL;
+	}
+	return t;
+}
+
 static int run_task(struct run_opts *o)
 {
-	struct run_state st = { .o = o, .out = OUTPUT_CLOSED, .pidfd = -1 };
+	struct run_state st = { .o = o, .out = OUTPUT_CLOSED, .pidfd = -1, .rl = RUNLINK_CLOSED };
 	char root[PATH_MAX];
 	struct store *store = NULL;
-	struct task_record *rec;
+	struct task_record *rec, got = { 0 }, how = { 0 };
+	struct json *doc = NULL;
 	sigset_t mask, oldmask;
 	struct config cfg;
 	int sfd = -1, exec_err = 0, err, ret = EXIT_TP_FAILED;
 
 	st.loop.ep = st.loop.tick_fd = -1;
 	session__clear(&st.s);
-	if (prepare(&st, o, &cfg, &store, root, sizeof(root)))
+	err = runlink__wanted(o) ? runlink__open(&st.rl, o) : 0;
+	st.linked = err > 0;
+	if (err < 0 ||
+	    (st.linked ? prepare_linked(&st) : prepare(&st, o, &cfg, &store, root, sizeof(root))))
 		goto out;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -590,7 +660,9 @@ static int run_task(struct run_opts *o)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	setenv("TASKPROBE_TASK_ID", o->id, 1);
 
-	st.pid = spawn(o->argv, st.s.cgroup, st.s.memcg, &oldmask, &st.pidfd, &exec_err, &st.out);
+	st.pid = spawn(o->argv, st.linked ? st.rl.cgroup : st.s.cgroup,
+		       st.linked ? st.rl.memcg : st.s.memcg, &oldmask, &st.pidfd, &exec_err,
+		       &st.out);
 	output__started(&st.out);
 	if (st.pid < 0) {
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
@@ -609,29 +681,35 @@ static int run_task(struct run_opts *o)
 	if (err)
 		tp_err("event loop failed: %s; the figures may be incomplete", strerror(-err));
 	reap_orphans(&st);
-	collector__sync(st.c);
 	/* What the task wrote before it ended counts. */
-	output__drain(&st.out, st.s.action != LEFTOVER_KEPT);
-	rec = session__finish(&st.s);
-	fill_end(rec, &st);
+	output__drain(&st.out, st.linked ? !o->keep_leftovers : st.s.action != LEFTOVER_KEPT);
+	/* The command's own status, whatever became of the record. */
+	task_set_end(&how, st.wstatus, st.exec_err);
+	ret = task_exit_status(&how);
+	rec = finish(&st, &got, &doc);
+	if (!rec)
+		goto out_mask;
 
 	/* A command that never ran: its one line above says it all. */
 	if (!o->quiet && !st.exec_err)
 		task_print_summary(stderr, rec);
 	if (o->perfherder)
 		task_print_perfherder(stdout, rec);
-	ret = task_exit_status(rec);
 	if (o->json_path) {
 		err = task_save_json(o->json_path, rec);
 		if (err)
 			tp_err("cannot write %s: %s", o->json_path, strerror(-err));
 	}
-	session__store(&st.s);
+	if (!st.linked)
+		session__store(&st.s);
 
 out_mask:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 out:
 	session__fini(&st.s);
+	task_record_fini(&got);
+	json_free(doc);
+	runlink__close(&st.rl);
 	if (sfd >= 0)
 		close(sfd);
 	loop__fini(&st.loop);

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include "commands.h"
 #include "control.h"
@@ -31,21 +29,12 @@ const char task_usage[] =
 
 static int connect_daemon(const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
+	int fd = control_connect(path);
 
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		tp_err("task: control socket path too long: %s", path);
-		return -1;
-	}
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)))
+	if (fd >= 0)
 		return fd;
 	tp_err("task: no daemon answers on %s (%s); start one with 'taskprobe daemon'", path,
-	       strerror(errno));
-	if (fd >= 0)
-		close(fd);
+	       strerror(-fd));
 	return -1;
 }
 

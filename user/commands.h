@@ -22,6 +22,7 @@ struct run_opts {
 	bool help;
 	const char *db_path; /* NULL: the config's */
 	bool no_db;
+	bool no_daemon; /* embed the collector even when a daemon runs */
 	bool perfherder;
 	const char *rules_path;
 	const char *config_path;

@@ -1,20 +1,38 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The daemon's control socket: one request per connection, one line of tab-separated
- * fields (ids, label keys and values hold no tab or control character), then the
- * answer: "ok" and its fields, or "error" and one line saying why; `end` follows its
- * "ok" line with the task's JSON record, until the daemon closes the connection.
+ * fields (ids, label keys and values hold no tab or control character; a command's
+ * arguments and rules are escaped: \\ \t \n), then the answer: "ok" and its fields, or
+ * "error" and one line saying why.
  *
- *   start ID CGROUP [K=V ...]  ->  ok METRICS_SOCKET
- *   end ID                     ->  ok, then the record
+ *   start ID CGROUP [K=V ...]        ->  ok METRICS_SOCKET
+ *   end ID                           ->  ok, then the JSON record until the close
+ *   run ID INTERVAL_MS GRACE_S KEEP RULES ARGC ARG... [K=V ...]
+ *                                    ->  ok CGROUP MEMCG METRICS_SOCKET
+ *
+ * After `run`'s "ok" the connection stays open for the task's life. `run` sends
+ *   o LINE              a line of the task's output (raw, up to the newline)
+ *   x WSTATUS EXEC_ERR  its main process ended (wait status; errno of a failed exec)
+ *   i                   interrupted: kill the leftovers now
+ *   f                   the output is drained: finish the task
+ * and the daemon sends "e" once the cgroup is empty, and after `f` "ok" and the
+ * JSON record, then closes.
  */
 #ifndef TP_CONTROL_H
 #define TP_CONTROL_H
 
+#include <stddef.h>
+
 #define CONTROL_SOCKET "/run/taskprobe/control.sock"
-#define CONTROL_LINE_MAX 32768
+#define CONTROL_LINE_MAX (1 << 20)
 
 /* The daemon's socket: --socket, else TASKPROBE_CONTROL, else CONTROL_SOCKET. */
 const char *control_path(const char *opt);
+/* A connected socket, or -errno (-ENOENT, -ECONNREFUSED: no daemon). No message. */
+int control_connect(const char *path);
+/* src escaped into dst (NUL-terminated); the length it needs, as snprintf. */
+size_t control_escape(char *dst, size_t cap, const char *src);
+/* Undoes control_escape in place; returns s. */
+char *control_unescape(char *s);
 
 #endif /* TP_CONTROL_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The event loop: epoll over registered handlers, and one periodic tick. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -47,6 +48,9 @@ void loop__fini(struct loop *l)
 	if (l->ep >= 0)
 		close(l->ep);
 	l->tick_fd = l->ep = -1;
+	free(l->ticks);
+	l->ticks = NULL;
+	l->nticks = l->cap_ticks = 0;
 }
 
 int loop__add(struct loop *l, struct loop_handler *h)
@@ -56,15 +60,28 @@ int loop__add(struct loop *l, struct loop_handler *h)
 	return epoll_ctl(l->ep, EPOLL_CTL_ADD, h->fd, &ev) ? -errno : 0;
 }
 
+/* Where an event of a removed handler was: skipped, not dispatched. */
+static struct loop_handler removed;
+
 void loop__del(struct loop *l, struct loop_handler *h)
 {
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, h->fd, NULL);
+	for (int i = 0; i < l->batch_n; i++)
+		if (l->batch[i].data.ptr == h)
+			l->batch[i].data.ptr = &removed;
 }
 
 int loop__on_tick(struct loop *l, loop_tick_fn fn, void *ctx)
 {
-	if (l->nticks >= LOOP_MAX_TICKS)
-		return -ENOSPC;
+	if (l->nticks == l->cap_ticks) {
+		int cap = l->cap_ticks ? l->cap_ticks * 2 : 8;
+		struct loop_tick *t = realloc(l->ticks, (size_t)cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		l->ticks = t;
+		l->cap_ticks = cap;
+	}
 	l->ticks[l->nticks].fn = fn;
 	l->ticks[l->nticks].ctx = ctx;
 	l->nticks++;
@@ -107,15 +124,20 @@ int loop__run(struct loop *l)
 				continue;
 			return -errno;
 		}
-		/* A handler may stop the loop or remove another: later events wait. */
+		/* A handler may stop the loop, or remove another (whose event is dropped). */
+		l->batch = evs;
+		l->batch_n = n;
 		for (int i = 0; i < n && !l->stop; i++) {
 			struct loop_handler *h = evs[i].data.ptr;
 
 			if (!h)
 				run_tick(l);
-			else
+			else if (h != &removed)
 				h->fn(l, h->ctx, h->fd, evs[i].events);
 		}
+		l->batch_n = 0;
+		if (l->after_fn)
+			l->after_fn(l, l->after_ctx);
 	}
 	return 0;
 }

@@ -9,9 +9,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <linux/types.h>
-
-#define LOOP_MAX_TICKS 8
 
 struct loop;
 
@@ -32,11 +31,17 @@ struct loop {
 	int ep;
 	int tick_fd;
 	unsigned tick_ms;
-	struct {
+	struct loop_tick {
 		loop_tick_fn fn;
 		void *ctx;
-	} ticks[LOOP_MAX_TICKS];
+	} * ticks; /* in the order added (a daemon: one per task) */
 	int nticks;
+	int cap_ticks;
+	/* Run after each batch of events, when no handler is on the stack (frees). */
+	void (*after_fn)(struct loop *l, void *ctx);
+	void *after_ctx;
+	struct epoll_event *batch; /* the events being dispatched, for loop__del */
+	int batch_n;
 	bool stop;
 };
 
@@ -45,8 +50,9 @@ int loop__init(struct loop *l, unsigned tick_ms);
 void loop__fini(struct loop *l);
 /* Watches h->fd for h->events; 0 or -errno. */
 int loop__add(struct loop *l, struct loop_handler *h);
+/* Stops watching; an event of h already taken in the batch is dropped: h may be freed. */
 void loop__del(struct loop *l, struct loop_handler *h);
-/* Adds fn to the tick, after the ones added before it; 0 or -ENOSPC. */
+/* Adds fn to the tick, after the ones added before it; 0 or -ENOMEM. */
 int loop__on_tick(struct loop *l, loop_tick_fn fn, void *ctx);
 /* Takes fn with ctx off the tick. */
 void loop__off_tick(struct loop *l, loop_tick_fn fn, void *ctx);

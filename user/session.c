@@ -44,8 +44,16 @@ int session__init(struct session *s, const struct session_params *p)
 	err = text ? rules__parse(&s->rules, config_path, text, true)
 		   : rules__load(&s->rules, config_path, true, false);
 	free(text);
-	if (err || (p->rules_path && rules__load(&s->rules, p->rules_path, false, true)) ||
-	    rules__finish(&s->rules))
+	if (!err && p->rules_text) {
+		text = strdup(p->rules_text);
+		err = text ? rules__parse(&s->rules, p->rules_path ? p->rules_path : "--rules",
+					  text, false)
+			   : -ENOMEM;
+		free(text);
+	} else if (!err && p->rules_path) {
+		err = rules__load(&s->rules, p->rules_path, false, true);
+	}
+	if (err || rules__finish(&s->rules))
 		return -EINVAL;
 	return 0;
 }
@@ -513,6 +521,7 @@ struct task_record *session__finish(struct session *s)
 	task_set_programs(rec, progs, nprogs);
 	rec->lost_total = collector__lost_total(s->c);
 	rec->skipped_runs = collector__skipped_runs(s->c);
+	rec->by_daemon = s->p.by_daemon;
 	read_cgroup_figures(s);
 	return rec;
 }

@@ -38,11 +38,13 @@ struct session_params {
 	const char *config_path; /* its counting rules, NULL: the default config's */
 	const char *config_text; /* or that file as it was read before (the daemon's) */
 	const char *rules_path;	 /* more rules, or NULL */
+	const char *rules_text;	 /* or their text, read before (from `run`, by the daemon) */
 	const char *root;	 /* the cgroup2 mount */
 	const char *cgroup;	 /* track this cgroup (task start), never removed; NULL: make one */
 	__u64 interval_ms;	 /* series sampling */
 	__u64 grace_s;		 /* leftovers' time before cgroup.kill */
 	bool keep_leftovers;
+	bool by_daemon; /* for the record: whose collector */
 	session_done_fn done_fn;
 	void *done_ctx;
 };

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -38,6 +39,20 @@ int task_exit_status(const struct task_record *t)
 		return 0;
 	default:
 		return t->exit_code;
+	}
+}
+
+void task_set_end(struct task_record *t, int wstatus, int exec_err)
+{
+	t->exit_code = t->signal = 0;
+	if (exec_err) {
+		t->end = exec_err == ENOENT ? TASK_NOT_FOUND : TASK_EXEC_FAILED;
+	} else if (WIFSIGNALED(wstatus)) {
+		t->end = TASK_SIGNALED;
+		t->signal = WTERMSIG(wstatus);
+	} else {
+		t->end = TASK_EXITED;
+		t->exit_code = WEXITSTATUS(wstatus);
 	}
 }
 
@@ -153,6 +168,8 @@ static void print_end(FILE *f, const struct task_record *t)
 		fprintf(f, "taskprobe: task exited %d after %s\n", t->exit_code, wall);
 	/* Ids may be 128 characters: keep their tail, where CI systems put the number. */
 	fprintf(f, "  id         %s\n", tail_fit(id, SUMMARY_WIDTH - 14, t->id));
+	fprintf(f, "  collector  %s\n",
+		t->by_daemon ? "the host daemon's" : "embedded (no daemon was used)");
 }
 
 static void print_leftovers(FILE *f, const struct task_record *t)
@@ -536,6 +553,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "abi", TP_ABI_VERSION);
 	jw_ku64(w, "lost_events_total", t->lost_total);
 	jw_ku64(w, "skipped_runs", t->skipped_runs);
+	jw_kstr(w, "mode", t->by_daemon ? "daemon" : "embedded");
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
@@ -722,6 +740,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 		hist_from_json(hist_descs[i].at(t), json_get(hists, hist_descs[i].name));
 	t->lost_total = (__u64)json_num(json_get(j, "collector"), "lost_events_total");
 	t->skipped_runs = (__u64)json_num(json_get(j, "collector"), "skipped_runs");
+	t->by_daemon = !strcmp(json_str(json_get(j, "collector"), "mode"), "daemon");
 	t->exec_args_truncated = (__u64)json_num(j, "exec_args_truncated");
 	if (phases_from_json(t, json_get(j, "phases")) ||
 	    um_from_json(t, json_get(j, "user_metrics"), json_get(j, "metrics_socket")) ||

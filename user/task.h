@@ -81,11 +81,14 @@ struct task_record {
 	enum leftover_action leftover_action;
 	__u64 lost_total;
 	__u64 skipped_runs; /* BPF program runs the kernel skipped (recursion), host-wide */
+	bool by_daemon;	    /* the host daemon's collector, not one embedded in `run` */
 };
 
 /* mem.peak_bytes and where it came from. */
 __u64 task_mem_peak(const struct task_record *t, const char **source);
 /* The shell-style status: the code, or 128 + signal. */
+/* How the main process ended: its wait status, or the errno of its failed exec. */
+void task_set_end(struct task_record *t, int wstatus, int exec_err);
 int task_exit_status(const struct task_record *t);
 /* Copies and sorts the program table into t (owned by t; free with task_record_fini). */
 int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n);

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/* `run` through the host daemon: the client side of a run's connection. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "commands.h"
+#include "control.h"
+#include "rules.h"
+#include "runlink.h"
+#include "util.h"
+
+bool runlink__wanted(const struct run_opts *o)
+{
+	const char *db = getenv("TASKPROBE_DB");
+
+	return !o->no_daemon && !o->db_path && !o->no_db && !o->config_path && !(db && *db);
+}
+
+/* The --rules file, checked here so that a bad line is our error line, as embedded. */
+static char *rules_text(const char *path)
+{
+	struct rules rs;
+	char *text, *copy;
+	ssize_t n;
+	int err;
+
+	text = malloc(RULES_FILE_MAX);
+	if (!text)
+		return NULL;
+	n = tp_read_file(path, text, RULES_FILE_MAX);
+	if (n < 0) {
+		tp_err("cannot read rules %s: %s", path, strerror((int)-n));
+		free(text);
+		return NULL;
+	}
+	copy = strdup(text);
+	rules__init(&rs);
+	err = !copy || rules__parse(&rs, path, copy, false) || rules__finish(&rs);
+	rules__fini(&rs);
+	free(copy);
+	if (err) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static void put_field(FILE *f, const char *s)
+{
+	fputc('\t', f);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '\t' || *s == '\n')
+			fputc('\\', f);
+		fputc(*s == '\t' ? 't' : *s == '\n' ? 'n' : *s, f);
+	}
+}
+
+/* The run request, one line. */
+static char *request(const struct run_opts *o, const char *rules, size_t *len)
+{
+	char *req = NULL;
+	FILE *f = open_memstream(&req, len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "run\t%s\t%llu\t%llu\t%d", o->id, (unsigned long long)o->interval_ms,
+		(unsigned long long)o->grace_s, o->keep_leftovers);
+	put_field(f, rules ? rules : "");
+	fprintf(f, "\t%d", o->argc);
+	for (int i = 0; i < o->argc; i++)
+		put_field(f, o->argv[i]);
+	for (int i = 0; i < o->nlabels; i++)
+		fprintf(f, "\t%s=%s", o->labels[i].key, o->labels[i].val);
+	fputc('\n', f);
+	if (fclose(f)) {
+		free(req);
+		return NULL;
+	}
+	return req;
+}
+
+static int send_all(struct runlink *rl, const struct iovec *iov, int n)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	size_t want = 0;
+	ssize_t sent;
+
+	if (rl->fd < 0 || rl->broken)
+		return -EPIPE;
+	for (int i = 0; i < n; i++)
+		want += iov[i].iov_len;
+	/* Messages are short: one sendmsg each, a partial one only on a broken link. */
+	do
+		sent = sendmsg(rl->fd, &m, MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	if (sent != (ssize_t)want) {
+		rl->broken = true;
+		return -EPIPE;
+	}
+	return 0;
+}
+
+/* The first line of the daemon's answer, up to its newline (what follows is kept). */
+static char *answer_line(struct runlink *rl)
+{
+	struct timeval tv = { .tv_sec = 10 };
+	char *nl;
+
+	setsockopt(rl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (!(nl = rl->len ? memchr(rl->buf, '\n', rl->len) : NULL)) {
+		ssize_t n;
+
+		if (rl->len + 1 >= rl->cap) {
+			char *b = realloc(rl->buf, rl->cap = rl->cap * 2 + 4096);
+
+			if (!b)
+				return NULL;
+			rl->buf = b;
+		}
+		n = read(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1);
+		if (n <= 0)
+			return NULL;
+		rl->len += (size_t)n;
+	}
+	*nl = '\0';
+	return rl->buf;
+}
+
+static void take(struct runlink *rl, size_t n)
+{
+	memmove(rl->buf, rl->buf + n, rl->len - n);
+	rl->len -= n;
+}
+
+int runlink__open(struct runlink *rl, const struct run_opts *o)
+{
+	const char *path = control_path(NULL);
+	char *rules = NULL, *req, *ans, *f[4];
+	size_t len;
+	int fd, nf = 0;
+
+	fd = control_connect(path);
+	if (fd < 0) {
+		tp_debug("no daemon on %s (%s): the collector is embedded", path, strerror(-fd));
+		return 0;
+	}
+	rl->fd = fd;
+	if (o->rules_path && !(rules = rules_text(o->rules_path)))
+		return -1;
+	req = request(o, rules, &len);
+	free(rules);
+	if (!req || send_all(rl, &(struct iovec){ req, len }, 1)) {
+		tp_err("cannot send the task to the daemon on %s: %s", path,
+		       req ? strerror(errno) : "out of memory");
+		free(req);
+		return -1;
+	}
+	free(req);
+	ans = answer_line(rl);
+	if (!ans) {
+		tp_err("the daemon on %s did not answer; 'taskprobe run --no-daemon' embeds the "
+		       "collector",
+		       path);
+		return -1;
+	}
+	for (char *p = ans; p && nf < 4; nf++) {
+		f[nf] = p;
+		p = strchr(p, '\t');
+		if (p)
+			*p++ = '\0';
+	}
+	if (strcmp(f[0], "ok") || nf != 4) {
+		tp_err("daemon: %s",
+		       !strcmp(f[0], "error") && nf > 1 ? f[1] : "a malformed answer");
+		return -1;
+	}
+	snprintf(rl->cgroup, sizeof(rl->cgroup), "%s", f[1]);
+	snprintf(rl->memcg, sizeof(rl->memcg), "%s", f[2]);
+	snprintf(rl->msock, sizeof(rl->msock), "%s", f[3]);
+	take(rl, (size_t)(f[3] + strlen(f[3]) + 1 - rl->buf));
+	return 1;
+}
+
+void runlink__line(void *ctx, const char *line, size_t len)
+{
+	struct iovec iov[3] = { { "o\t", 2 }, { (void *)line, len }, { "\n", 1 } };
+
+	/* A line holding a newline of its own cannot be one (OUTPUT_LINE_MAX cuts them). */
+	if (!memchr(line, '\n', len))
+		send_all(ctx, iov, 3);
+}
+
+void runlink__exited(struct runlink *rl, int wstatus, int exec_err)
+{
+	char msg[64];
+	int n = snprintf(msg, sizeof(msg), "x\t%d\t%d\n", wstatus, exec_err);
+
+	send_all(rl, &(struct iovec){ msg, (size_t)n }, 1);
+}
+
+void runlink__interrupt(struct runlink *rl)
+{
+	send_all(rl, &(struct iovec){ "i\n", 2 }, 1);
+}
+
+void runlink__read(struct runlink *rl)
+{
+	while (rl->fd >= 0 && !rl->closed) {
+		ssize_t n;
+
+		if (rl->len + 4096 + 1 > rl->cap) {
+			char *b = realloc(rl->buf, rl->cap = rl->cap * 2 + 8192);
+
+			if (!b) {
+				rl->closed = true;
+				return;
+			}
+			rl->buf = b;
+		}
+		n = recv(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n <= 0) {
+			rl->closed = true;
+			break;
+		}
+		rl->len += (size_t)n;
+	}
+	if (!rl->empty && rl->len >= 2 && !memcmp(rl->buf, "e\n", 2)) {
+		rl->empty = true;
+		take(rl, 2);
+	}
+}
+
+const char *runlink__finish(struct runlink *rl)
+{
+	struct timeval tv = { .tv_sec = 30 };
+
+	if (!rl->closed && !rl->broken) {
+		send_all(rl, &(struct iovec){ "f\n", 2 }, 1);
+		setsockopt(rl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while (!rl->closed) {
+			runlink__read(rl);
+			if (!rl->closed && rl->len < rl->cap - 1) {
+				ssize_t n = read(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1);
+
+				if (n <= 0)
+					rl->closed = true;
+				else
+					rl->len += (size_t)n;
+			}
+		}
+	}
+	if (rl->len < 3 || memcmp(rl->buf, "ok\n", 3)) {
+		tp_err("the daemon went away during the task: no record here; what it counted "
+		       "until then is stored there as interrupted");
+		return NULL;
+	}
+	rl->buf[rl->len] = '\0';
+	return rl->buf + 3;
+}
+
+void runlink__close(struct runlink *rl)
+{
+	if (rl->fd >= 0)
+		close(rl->fd);
+	rl->fd = -1;
+	free(rl->buf);
+	rl->buf = NULL;
+}

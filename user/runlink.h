@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A `run` whose task is the host daemon's: the daemon makes and tracks the cgroup,
+ * `run` spawns into it, passes the output through (and each line on to the daemon),
+ * says when the command ended, and gets the record back (control.h has the messages).
+ */
+#ifndef TP_RUNLINK_H
+#define TP_RUNLINK_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/un.h>
+
+struct run_opts;
+
+struct runlink {
+	int fd; /* the connection, or -1 */
+	char cgroup[PATH_MAX];
+	char memcg[PATH_MAX];
+	char msock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *buf; /* what the daemon sent since its "ok" */
+	size_t len;
+	size_t cap;
+	bool empty;  /* "e": the task's cgroup is empty */
+	bool closed; /* the daemon closed the connection */
+	bool broken; /* a send failed: nothing more is sent */
+};
+
+#define RUNLINK_CLOSED                                                                             \
+	{                                                                                          \
+		.fd = -1                                                                           \
+	}
+
+/* Whether o lets the daemon hold the task: no store, config or --no-daemon of its own. */
+bool runlink__wanted(const struct run_opts *o);
+/*
+ * Asks the daemon to start o's task: 1 when it did (paths filled), 0 when no daemon
+ * answers (embed the collector), or -1 when it refused (the reason said).
+ */
+int runlink__open(struct runlink *rl, const struct run_opts *o);
+/* A line of the task's output, on to the daemon (the output module's callback). */
+void runlink__line(void *ctx, const char *line, size_t len);
+void runlink__exited(struct runlink *rl, int wstatus, int exec_err);
+void runlink__interrupt(struct runlink *rl);
+/* Reads what the daemon sent, without waiting: empty and closed are set from it. */
+void runlink__read(struct runlink *rl);
+/* The output is drained: the record's JSON text from the daemon, or NULL (said). */
+const char *runlink__finish(struct runlink *rl);
+void runlink__close(struct runlink *rl);
+
+#endif /* TP_RUNLINK_H */
