@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The control socket's client side and its field escapes. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,24 +35,14 @@ int control_connect(const char *path)
 	return err;
 }
 
-size_t control_escape(char *dst, size_t cap, const char *src)
+void control_put_field(FILE *f, const char *s)
 {
-	size_t n = 0;
-
-	for (; *src; src++) {
-		const char *e = *src == '\\'   ? "\\\\"
-				: *src == '\t' ? "\\t"
-				: *src == '\n' ? "\\n"
-					       : NULL;
-		size_t k = e ? 2 : 1;
-
-		if (n + k < cap)
-			memcpy(dst + n, e ? e : src, k);
-		n += k;
+	fputc('\t', f);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '\t' || *s == '\n')
+			fputc('\\', f);
+		fputc(*s == '\t' ? 't' : *s == '\n' ? 'n' : *s, f);
 	}
-	if (cap)
-		dst[n < cap ? n : cap - 1] = '\0';
-	return n;
 }
 
 char *control_unescape(char *s)

@@ -21,7 +21,7 @@
 #ifndef TP_CONTROL_H
 #define TP_CONTROL_H
 
-#include <stddef.h>
+#include <stdio.h>
 
 #define CONTROL_SOCKET "/run/taskprobe/control.sock"
 #define CONTROL_LINE_MAX (1 << 20)
@@ -30,9 +30,9 @@
 const char *control_path(const char *opt);
 /* A connected socket, or -errno (-ENOENT, -ECONNREFUSED: no daemon). No message. */
 int control_connect(const char *path);
-/* src escaped into dst (NUL-terminated); the length it needs, as snprintf. */
-size_t control_escape(char *dst, size_t cap, const char *src);
-/* Undoes control_escape in place; returns s. */
+/* A tab, then s escaped (\\ \t \n), to f. */
+void control_put_field(FILE *f, const char *s);
+/* Undoes control_put_field's escapes in place; returns s. */
 char *control_unescape(char *s);
 
 #endif /* TP_CONTROL_H */

@@ -50,16 +50,6 @@ static char *rules_text(const char *path)
 	return text;
 }
 
-static void put_field(FILE *f, const char *s)
-{
-	fputc('\t', f);
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '\t' || *s == '\n')
-			fputc('\\', f);
-		fputc(*s == '\t' ? 't' : *s == '\n' ? 'n' : *s, f);
-	}
-}
-
 /* The run request, one line. */
 static char *request(const struct run_opts *o, const char *rules, size_t *len)
 {
@@ -70,10 +60,10 @@ static char *request(const struct run_opts *o, const char *rules, size_t *len)
 		return NULL;
 	fprintf(f, "run\t%s\t%llu\t%llu\t%d", o->id, (unsigned long long)o->interval_ms,
 		(unsigned long long)o->grace_s, o->keep_leftovers);
-	put_field(f, rules ? rules : "");
+	control_put_field(f, rules ? rules : "");
 	fprintf(f, "\t%d", o->argc);
 	for (int i = 0; i < o->argc; i++)
-		put_field(f, o->argv[i]);
+		control_put_field(f, o->argv[i]);
 	for (int i = 0; i < o->nlabels; i++)
 		fprintf(f, "\t%s=%s", o->labels[i].key, o->labels[i].val);
 	fputc('\n', f);

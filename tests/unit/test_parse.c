@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "commands.h"
+#include "control.h"
 #include "harness.h"
 #include "testutil.h"
 #include "util.h"
@@ -154,4 +155,28 @@ TEST(TIER_UNIT, readme_lists_every_run_option)
 		CHECK(strstr(readme, opts[i]), "README.md does not mention run %s", opts[i]);
 	CHECK(strstr(readme, "make demo") && strstr(readme, "make check"),
 	      "README.md's quick start");
+}
+
+/* A control-socket field survives the escape and its undoing, tabs and newlines too. */
+TEST(TIER_UNIT, control_field_round_trip)
+{
+	static const char *const fields[] = { "",	    "plain",	   "a\tb",
+					      "line\nnext", "back\\slash", "\\t is not a tab",
+					      "\t\n\\" };
+	char *buf = NULL;
+	size_t len;
+
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+		FILE *f = open_memstream(&buf, &len);
+
+		ASSERT_NOT_NULL(f, "memstream");
+		control_put_field(f, fields[i]);
+		fclose(f);
+		CHECK(buf[0] == '\t', "field %zu starts with its tab", i);
+		CHECK(!strchr(buf + 1, '\t') && !strchr(buf, '\n'),
+		      "field %zu: no raw tab or newline", i);
+		ASSERT_STREQ(control_unescape(buf + 1), fields[i], "round trip");
+		free(buf);
+		buf = NULL;
+	}
 }
