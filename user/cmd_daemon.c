@@ -497,14 +497,16 @@ static bool on_request(struct daemon *d, int fd)
 	} else if (!strcmp(f[0], "end") && nf == 2) {
 		struct dtask *t = find_task(d, f[1]);
 
-		if (!t)
+		if (!t) {
 			answer(fd, "error\tno task '%.128s' is tracked", f[1]);
-		else if (t->argv)
+		} else if (t->argv) {
 			answer(fd, "error\ttask '%.128s' is a run's: it ends with its command",
 			       f[1]);
-		else
+		} else {
 			/* Every CPU switched since the request: the task's figures are final. */
-			collector__sync(d->c), end_task(d, t, TASK_ENDED, fd);
+			collector__sync(d->c);
+			end_task(d, t, TASK_ENDED, fd);
+		}
 	} else {
 		answer(fd, "error\tunknown request '%.32s'", f[0]);
 	}

@@ -377,9 +377,12 @@ static void reap(struct run_state *st)
 			continue;
 		st->main_done = true;
 		st->wstatus = status;
-		if (!st->linked)
+		if (!st->linked) {
 			session__main_exited(&st->s);
-		else if (runlink__exited(&st->rl, status, st->exec_err), st->rl.closed)
+			continue;
+		}
+		runlink__exited(&st->rl, status, st->exec_err);
+		if (st->rl.closed)
 			loop__stop(&st->loop);
 	}
 }
