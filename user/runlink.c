@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 
 #include "commands.h"
@@ -95,28 +96,55 @@ static int send_all(struct runlink *rl, const struct iovec *iov, int n)
 	return 0;
 }
 
+/*
+ * One read of what the daemon sent into rl->buf (grown as needed, kept NUL-terminable):
+ * the byte count, 0 and closed set at its end or on an error, or -1 when nothing is there
+ * yet (MSG_DONTWAIT) or the receive timeout passed (the caller decides).
+ */
+static ssize_t fill(struct runlink *rl, int flags)
+{
+	ssize_t n;
+
+	if (rl->len + 4096 + 1 > rl->cap) {
+		size_t cap = rl->cap * 2 + 8192;
+		char *b = realloc(rl->buf, cap);
+
+		if (!b) {
+			rl->closed = true;
+			return 0;
+		}
+		rl->buf = b;
+		rl->cap = cap;
+	}
+	do
+		n = recv(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1, flags);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -1;
+	if (n <= 0) {
+		rl->closed = true;
+		return 0;
+	}
+	rl->len += (size_t)n;
+	return n;
+}
+
+static void wait_up_to(struct runlink *rl, time_t s)
+{
+	struct timeval tv = { .tv_sec = s };
+
+	setsockopt(rl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
 /* The first line of the daemon's answer, up to its newline (what follows is kept). */
 static char *answer_line(struct runlink *rl)
 {
-	struct timeval tv = { .tv_sec = 10 };
 	char *nl;
 
-	setsockopt(rl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	while (!(nl = rl->len ? memchr(rl->buf, '\n', rl->len) : NULL)) {
-		ssize_t n;
-
-		if (rl->len + 1 >= rl->cap) {
-			char *b = realloc(rl->buf, rl->cap = rl->cap * 2 + 4096);
-
-			if (!b)
-				return NULL;
-			rl->buf = b;
-		}
-		n = read(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1);
-		if (n <= 0)
+	wait_up_to(rl, 10);
+	while (!(nl = rl->len ? memchr(rl->buf, '\n', rl->len) : NULL))
+		if (fill(rl, 0) <= 0)
 			return NULL;
-		rl->len += (size_t)n;
-	}
 	*nl = '\0';
 	return rl->buf;
 }
@@ -200,27 +228,8 @@ void runlink__interrupt(struct runlink *rl)
 
 void runlink__read(struct runlink *rl)
 {
-	while (rl->fd >= 0 && !rl->closed) {
-		ssize_t n;
-
-		if (rl->len + 4096 + 1 > rl->cap) {
-			char *b = realloc(rl->buf, rl->cap = rl->cap * 2 + 8192);
-
-			if (!b) {
-				rl->closed = true;
-				return;
-			}
-			rl->buf = b;
-		}
-		n = recv(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			break;
-		if (n <= 0) {
-			rl->closed = true;
-			break;
-		}
-		rl->len += (size_t)n;
-	}
+	while (rl->fd >= 0 && !rl->closed && fill(rl, MSG_DONTWAIT) > 0)
+		;
 	if (!rl->empty && rl->len >= 2 && !memcmp(rl->buf, "e\n", 2)) {
 		rl->empty = true;
 		take(rl, 2);
@@ -229,22 +238,12 @@ void runlink__read(struct runlink *rl)
 
 const char *runlink__finish(struct runlink *rl)
 {
-	struct timeval tv = { .tv_sec = 30 };
-
 	if (!rl->closed && !rl->broken) {
 		send_all(rl, &(struct iovec){ "f\n", 2 }, 1);
-		setsockopt(rl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		while (!rl->closed) {
-			runlink__read(rl);
-			if (!rl->closed && rl->len < rl->cap - 1) {
-				ssize_t n = read(rl->fd, rl->buf + rl->len, rl->cap - rl->len - 1);
-
-				if (n <= 0)
-					rl->closed = true;
-				else
-					rl->len += (size_t)n;
-			}
-		}
+		wait_up_to(rl, 30);
+		while (!rl->closed && fill(rl, 0) > 0)
+			;
+		runlink__read(rl);
 	}
 	if (rl->len < 3 || memcmp(rl->buf, "ok\n", 3)) {
 		tp_err("the daemon went away during the task: no record here; what it counted "
