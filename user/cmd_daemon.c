@@ -537,18 +537,10 @@ static int load_config(const char *path, struct config *cfg, bool *needs_args, c
 
 	*text = NULL;
 	config_defaults(cfg);
-	buf = malloc(RULES_FILE_MAX);
-	if (!buf)
-		return -ENOMEM;
 	/* One read for the keys and the rules: a save in between cannot split them. */
-	n = tp_read_file(file, buf, RULES_FILE_MAX);
-	if (n < 0 && (n != -ENOENT || path)) {
-		free(buf);
-		err = config_load(cfg, file, path != NULL);
-		return err ? err : (int)n;
-	}
+	n = tp_slurp(file, "config", path != NULL, &buf);
 	if (n < 0)
-		buf[0] = '\0';
+		return (int)n;
 	err = config_parse(cfg, file, buf);
 	if (err) {
 		free(buf);

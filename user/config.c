@@ -11,8 +11,6 @@
 #include "config.h"
 #include "util.h"
 
-#define CONFIG_MAX_BYTES (64 * 1024)
-
 void config_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -160,25 +158,13 @@ int config_parse(struct config *c, const char *path, const char *text)
 
 int config_load(struct config *c, const char *path, int required)
 {
-	char *buf = malloc(CONFIG_MAX_BYTES);
 	ssize_t n;
+	char *buf;
 	int err;
 
-	if (!buf)
-		return -ENOMEM;
-	n = tp_read_file(path, buf, CONFIG_MAX_BYTES);
-	if (n < 0) {
-		free(buf);
-		if (n == -ENOENT && !required)
-			return 0;
-		tp_err("cannot read config %s: %s", path, strerror((int)-n));
+	n = tp_slurp(path, "config", required, &buf);
+	if (n < 0)
 		return (int)n;
-	}
-	if (n == CONFIG_MAX_BYTES - 1) {
-		free(buf);
-		tp_err("%s: larger than %d bytes", path, CONFIG_MAX_BYTES - 1);
-		return -EFBIG;
-	}
 	err = config_parse(c, path, buf);
 	free(buf);
 	return err;

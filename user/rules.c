@@ -175,20 +175,13 @@ int rules__parse(struct rules *rs, const char *path, char *text, bool section)
 
 int rules__load(struct rules *rs, const char *path, bool section, bool required)
 {
-	char *buf = malloc(RULES_FILE_MAX);
 	ssize_t n;
+	char *buf;
 	int err;
 
-	if (!buf)
-		return -ENOMEM;
-	n = tp_read_file(path, buf, RULES_FILE_MAX);
-	if (n < 0) {
-		free(buf);
-		if (n == -ENOENT && !required)
-			return 0;
-		tp_err("cannot read rules %s: %s", path, strerror((int)-n));
+	n = tp_slurp(path, "rules", required, &buf);
+	if (n < 0)
 		return (int)n;
-	}
 	err = rules__parse(rs, path, buf, section);
 	free(buf);
 	return err;

@@ -21,7 +21,6 @@
 #include "usermetrics.h"
 
 #define RULES_MAX 256
-#define RULES_FILE_MAX (256 * 1024) /* a rules or config file's size, at most */
 #define ANCHORS_MAX 1000
 
 enum rule_where { RULE_OUTPUT, RULE_EXEC, RULE_PHASE_BEGIN, RULE_PHASE_END };

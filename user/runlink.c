@@ -30,15 +30,9 @@ static char *rules_text(const char *path)
 	ssize_t n;
 	int err;
 
-	text = malloc(RULES_FILE_MAX);
-	if (!text)
+	n = tp_slurp(path, "rules", true, &text);
+	if (n < 0)
 		return NULL;
-	n = tp_read_file(path, text, RULES_FILE_MAX);
-	if (n < 0) {
-		tp_err("cannot read rules %s: %s", path, strerror((int)-n));
-		free(text);
-		return NULL;
-	}
 	copy = strdup(text);
 	rules__init(&rs);
 	err = !copy || rules__parse(&rs, path, copy, false) || rules__finish(&rs);

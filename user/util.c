@@ -278,6 +278,31 @@ ssize_t tp_read_file(const char *path, char *buf, size_t len)
 	return total;
 }
 
+ssize_t tp_slurp(const char *path, const char *what, bool required, char **out)
+{
+	char *buf = malloc(TP_TEXT_FILE_MAX);
+	ssize_t n;
+
+	*out = NULL;
+	if (!buf)
+		return -ENOMEM;
+	n = tp_read_file(path, buf, TP_TEXT_FILE_MAX);
+	if (n == -ENOENT && !required) {
+		buf[0] = '\0';
+		n = 0;
+	} else if (n == TP_TEXT_FILE_MAX - 1) {
+		tp_err("cannot read %s %s: larger than %d bytes", what, path, TP_TEXT_FILE_MAX - 1);
+		n = -EFBIG;
+	} else if (n < 0) {
+		tp_err("cannot read %s %s: %s", what, path, strerror((int)-n));
+	}
+	if (n < 0)
+		free(buf);
+	else
+		*out = buf;
+	return n;
+}
+
 int tp_write_file(const char *path, const char *s)
 {
 	size_t len = strlen(s);

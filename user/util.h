@@ -47,6 +47,13 @@ char *tp_fmt_time(char *buf, size_t len, __u64 realtime_ns);
 
 /* Reads a small file whole into buf (NUL-terminated); returns bytes or -errno. */
 ssize_t tp_read_file(const char *path, char *buf, size_t len);
+/*
+ * A config or rules file whole: its length, *out a malloc'd NUL-terminated copy; a
+ * missing file that is not required reads as empty. Else -errno, said as "cannot read
+ * WHAT PATH: ..." (-EFBIG: TP_TEXT_FILE_MAX bytes or more).
+ */
+#define TP_TEXT_FILE_MAX (256 * 1024)
+ssize_t tp_slurp(const char *path, const char *what, bool required, char **out);
 int tp_write_file(const char *path, const char *s);
 
 #endif /* TP_UTIL_H */

@@ -2,10 +2,12 @@
 /* Unit tests: series encoding and buckets, durations, the config file, the store's schema. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sqlite3.h>
 
 #include "config.h"
 #include "harness.h"
+#include "rules.h"
 #include "series.h"
 #include "store.h"
 #include "testutil.h"
@@ -104,6 +106,37 @@ TEST(TIER_UNIT, config_lines)
 	ASSERT_STREQ(c.listen, "[::1]:9000", "listen");
 	ASSERT_STREQ(c.api_token, "0123456789abcdef", "api_token");
 	ASSERT_EQ(config_parse(&c, "t.conf", "api_token = short\n"), -EINVAL, "a short token");
+}
+
+/* Config and rules files are read whole, with one size limit; a larger one is refused. */
+TEST(TIER_UNIT, config_file_size_limit)
+{
+	const char *path = tu_tmp("big.conf");
+	size_t n = TP_TEXT_FILE_MAX + 10;
+	struct config c;
+	struct rules rs;
+	char *text = malloc(n + 1);
+
+	ASSERT_NOT_NULL(text, "malloc");
+	memset(text, '#', n);
+	text[n] = '\0';
+	for (size_t i = 79; i < n; i += 80)
+		text[i] = '\n';
+	tu_write_file(path, text);
+	config_defaults(&c);
+	ASSERT_EQ(config_load(&c, path, 1), -EFBIG, "config over the limit");
+	rules__init(&rs);
+	ASSERT_EQ(rules__load(&rs, path, true, true), -EFBIG, "rules over the limit");
+	/* Just under it: all comment lines, read whole. */
+	text[TP_TEXT_FILE_MAX - 2] = '\0';
+	text[TP_TEXT_FILE_MAX - 3] = '\n';
+	tu_write_file(path, text);
+	ASSERT_OK(config_load(&c, path, 1), "config just under the limit");
+	ASSERT_OK(rules__load(&rs, path, true, true), "rules just under the limit");
+	ASSERT_OK(config_load(&c, tu_tmp("absent.conf"), 0), "a missing optional config");
+	ASSERT_EQ(config_load(&c, tu_tmp("absent.conf"), 1), -ENOENT, "a missing --config");
+	rules__fini(&rs);
+	free(text);
 }
 
 static int user_version(const char *path)
