@@ -139,10 +139,15 @@ int main(int argc, char **argv)
 	char dbdir[] = "/var/tmp/taskprobe-test-db.XXXXXX", db[64];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	/* Tasks the tests run go to a database of the run's own, never the host's. */
-	if (!getenv("TASKPROBE_DB") && mkdtemp(dbdir)) {
+	/*
+	 * Tasks the tests run go to a database of the run's own, never the host's, and no
+	 * run finds the host's daemon: only one that a test starts itself.
+	 */
+	if (mkdtemp(dbdir)) {
 		snprintf(db, sizeof(db), "%s/tp.db", dbdir);
-		setenv("TASKPROBE_DB", db, 1);
+		setenv("TASKPROBE_DB", db, 0);
+		snprintf(db, sizeof(db), "%s/control.sock", dbdir);
+		setenv("TASKPROBE_CONTROL", db, 0);
 	} else {
 		dbdir[0] = '\0';
 	}

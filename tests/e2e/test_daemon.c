@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "config.h"
 #include "harness.h"
 #include "testutil.h"
 #include "util.h"
@@ -395,4 +398,246 @@ TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
 	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "tasks"), 2, "after it");
 	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "sum"), 4, "their execs");
 	ASSERT_TRUE(tu_find(groups, "value", "pool-c") == NULL, "the bad file was not taken");
+}
+
+/* A daemon of this test's own on sock and db, without HTTP; runs find it (env). */
+static pid_t daemon_for_runs(const char *db, const char *sock)
+{
+	char sock_opt[4200];
+	pid_t d;
+
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt,
+				 "--listen=off", NULL });
+	if (d <= 0 || !wait_socket(sock, d))
+		return -1;
+	/* TASKPROBE_DB names a store of the run's own, which embeds the collector. */
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	return d;
+}
+
+/* `taskprobe run --id ID --quiet --json JSON [OPT] -- sh -c SCRIPT`, not waited for. */
+static pid_t spawn_run(const char *id, const char *json, const char *opt, const char *script)
+{
+	char *argv[16];
+	int n = 0;
+
+	argv[n++] = (char *)tu_bin();
+	argv[n++] = "run";
+	argv[n++] = "--id";
+	argv[n++] = (char *)id;
+	argv[n++] = "--quiet";
+	argv[n++] = "--json";
+	argv[n++] = (char *)json;
+	if (opt)
+		argv[n++] = (char *)opt;
+	argv[n++] = "--";
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = (char *)script;
+	argv[n] = NULL;
+	return tu_spawn(argv);
+}
+
+/* Exit status of pid within 60 s, or -1. */
+static int wait_run(pid_t pid)
+{
+	for (int i = 0; i < 6; i++) {
+		int st = wait_exit(pid);
+
+		if (st >= 0)
+			return st;
+	}
+	return -1;
+}
+
+/*
+ * Three concurrent runs through one daemon, then the same three embedded: both equal
+ * burn's own rusage (SPEC 8: CPU within 2 %) and the processes each made, exactly.
+ */
+TEST(TIER_E2E, runs_through_the_daemon_equal_embedded)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *edb = tu_tmp("e.db");
+	char edb_opt[4200];
+	pid_t d, pids[3];
+
+	snprintf(edb_opt, sizeof(edb_opt), "--db=%s", edb);
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	for (int mode = 0; mode < 2; mode++) {
+		char script[3][1024], json[3][4200], truth[3][4200], id[3][32];
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(id[i], sizeof(id[i]), "%s%d", mode ? "e" : "d", i);
+			snprintf(json[i], sizeof(json[i]), "%s", tu_tmp(id[i]));
+			snprintf(truth[i], sizeof(truth[i]), "%s.truth", json[i]);
+			/* sh, 5i /bin/true, burn and its i+1 children: 5i+2 execs, 5i+i+2 forks. */
+			snprintf(script[i], sizeof(script[i]),
+				 "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done; "
+				 "exec %s %d 300 %s",
+				 5 * i, tu_helper("burn"), i + 1, truth[i]);
+			pids[i] = spawn_run(id[i], json[i], mode ? edb_opt : NULL, script[i]);
+		}
+		for (int i = 0; i < 3; i++) {
+			const struct json *rec;
+			double children, self;
+
+			ASSERT_EQ(wait_run(pids[i]), 0, "the run's exit status");
+			rec = tu_load_json(json[i]);
+			if (!rec || !ASSERT_OK(tu_read_truth(truth[i], &children, &self), "truth"))
+				continue;
+			ASSERT_STREQ(json_str(json_get(rec, "collector"), "mode"),
+				     mode ? "embedded" : "daemon", "which collector");
+			ASSERT_EQ(tu_metric(rec, "proc.execs"), 5 * i + 2, "execs");
+			ASSERT_EQ(tu_metric(rec, "proc.forks"), 6 * i + 2, "forks");
+			ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), children + self, 0.02,
+				    "CPU vs burn's rusage");
+		}
+	}
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+	{
+		struct tu_result r;
+		const struct json *l;
+
+		tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+		l = tu_parse_json(r.out);
+		ASSERT_EQ(json_len(l), 3, "the daemon stored its three");
+		ASSERT_STREQ(json_str(tu_find(l, "id", "d2"), "status"), "exited", "as exited");
+		tu_tp(&r, 30, "list", "--db", edb, "--json", NULL);
+		ASSERT_EQ(json_len(tu_parse_json(r.out)), 3, "the embedded three, in their own");
+	}
+}
+
+/* Fifty concurrent short runs through one daemon: all stored, each its own execs. */
+TEST(TIER_E2E, fifty_concurrent_runs_through_one_daemon)
+{
+	enum { N = 50 };
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
+	static char json[N][4200], script[N][128];
+	const struct json *l;
+	struct tu_result r;
+	int exact = 0, daemon_mode = 0, ok = 0;
+	pid_t d, pids[N];
+
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	for (int i = 0; i < N; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "f%d", i);
+		snprintf(json[i], sizeof(json[i]), "%s", tu_tmp(id));
+		/* sh, seq and i /bin/true: i+2 execs. */
+		snprintf(script[i], sizeof(script[i]), "for x in $(seq 1 %d); do /bin/true; done",
+			 i);
+		pids[i] = spawn_run(id, json[i], "--grace=1", script[i]);
+	}
+	for (int i = 0; i < N; i++) {
+		const struct json *rec;
+
+		ok += wait_run(pids[i]) == 0;
+		rec = tu_load_json(json[i]);
+		exact += rec && tu_metric(rec, "proc.execs") == i + 2;
+		daemon_mode += rec && !strcmp(json_str(json_get(rec, "collector"), "mode") ?: "",
+					      "daemon");
+		if (rec && tu_metric(rec, "proc.execs") != i + 2)
+			CHECK(false, "f%d: %.0f execs, expected %d", i,
+			      tu_metric(rec, "proc.execs"), i + 2);
+	}
+	ASSERT_EQ(ok, N, "runs that exited 0");
+	ASSERT_EQ(daemon_mode, N, "runs the daemon held");
+	ASSERT_EQ(exact, N, "runs with exactly their own execs");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+	tu_tp(&r, 30, "list", "--db", db, "--json", "--limit", "100", NULL);
+	l = tu_parse_json(r.out);
+	ASSERT_EQ(json_len(l), N, "all stored");
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--json", NULL);
+	/* sum over i of i+2 */
+	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum"), N * (N - 1) / 2 + 2 * N,
+		  "the store's execs, summed");
+}
+
+/*
+ * The daemon stopped while a run's command runs: the task is stored as interrupted,
+ * with what it counted, and the run still waits for its command and exits with its code.
+ */
+TEST(TIER_E2E, daemon_stopped_under_a_run)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *json = tu_tmp("s.json");
+	const char *started = tu_tmp("started");
+	const struct json *rec;
+	struct tu_result r;
+	char script[4200];
+	pid_t d, run;
+
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	/* sh, 3 /bin/true, touch, then sleep: 6 execs before the stop. */
+	snprintf(script, sizeof(script),
+		 "/bin/true; /bin/true; /bin/true; touch %s; sleep 1; exit 4", started);
+	run = spawn_run("s1", json, NULL, script);
+	for (int i = 0; i < 1000 && access(started, F_OK); i++)
+		usleep(10000);
+	ASSERT_OK(access(started, F_OK), "the command started");
+	/* Time for sh to start sleep; the stop drains its exec event before the record. */
+	usleep(200000);
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+	ASSERT_EQ(wait_run(run), 4, "the run exits with its command's code");
+	rec = tu_load_json(json);
+	ASSERT_STREQ(json_str(rec, "status"), "interrupted", "the record run got");
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 6, "what it counted until the stop");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_STREQ(json_str(tu_find(tu_parse_json(r.out), "id", "s1"), "status"), "interrupted",
+		     "stored as interrupted");
+	tu_tp(&r, 30, "show", "s1", "--db", db, "--json", NULL);
+	ASSERT_EQ(tu_metric(tu_parse_json(r.out), "proc.execs"), tu_metric(rec, "proc.execs"),
+		  "the stored figures, the record's");
+}
+
+/*
+ * --no-daemon embeds the collector with the daemon running; without it the same run
+ * goes to the daemon. The summary says which. The host's store is hidden behind a
+ * tmpfs in a mount namespace of this test's own: a run without --db writes there.
+ */
+TEST(TIER_E2E, no_daemon_embeds)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
+	const char *j1 = tu_tmp("n1.json"), *j2 = tu_tmp("n2.json");
+	struct tu_result r;
+	pid_t d;
+
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mount("tmpfs", "/var/lib", "tmpfs", 0, "mode=0755"), "/var/lib hidden"))
+		return;
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	tu_tp(&r, 60, "run", "--id", "n1", "--no-daemon", "--json", j1, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "run --no-daemon");
+	ASSERT_TRUE(strstr(r.err, "embedded (no daemon was used)") != NULL, "the summary says");
+	ASSERT_STREQ(json_str(json_get(tu_load_json(j1), "collector"), "mode"), "embedded",
+		     "the record says");
+	tu_tp(&r, 60, "run", "--id", "n2", "--json", j2, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "run");
+	ASSERT_TRUE(strstr(r.err, "the host daemon's") != NULL, "the summary says");
+	ASSERT_STREQ(json_str(json_get(tu_load_json(j2), "collector"), "mode"), "daemon",
+		     "the record says");
+	ASSERT_EQ(tu_metric(tu_load_json(j1), "proc.execs"), 1, "embedded: /bin/true");
+	ASSERT_EQ(tu_metric(tu_load_json(j2), "proc.execs"), 1, "the daemon's: /bin/true");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), 1, "the daemon stored one");
+	ASSERT_TRUE(tu_find(tu_parse_json(r.out), "id", "n2") != NULL, "n2");
+	tu_tp(&r, 30, "list", "--db", TP_DEFAULT_DB, "--json", NULL);
+	ASSERT_TRUE(tu_find(tu_parse_json(r.out), "id", "n1") != NULL,
+		    "n1, in the default store (this namespace's)");
+	umount2("/var/lib", MNT_DETACH);
 }
