@@ -6,8 +6,12 @@
 /* Bump whenever a struct below changes layout; task records name the version they used. */
 #define TP_ABI_VERSION 5
 
-/* Tasks tracked at once by one collector (slots in the per-task maps). */
+/*
+ * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
+ * as compiled; the loader sets it (config max_tasks) up to TP_MAX_TASKS_LIMIT.
+ */
 #define TP_MAX_TASKS 1024
+#define TP_MAX_TASKS_LIMIT 8192
 /* cgroups (task roots plus their descendants) tracked at once. */
 #define TP_MAX_CGROUPS 16384
 /* log2 buckets: slot i counts values v with 2^(i-1) <= v < 2^i (slot 0 is v == 0). */

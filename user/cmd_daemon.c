@@ -34,8 +34,6 @@
 #include "store.h"
 #include "util.h"
 
-#define DAEMON_TASKS_MAX 256
-
 const char daemon_usage[] =
 	"usage: taskprobe daemon [--config PATH] [--db PATH] [--socket PATH]\n"
 	"                        [--listen ADDR:PORT|off]\n"
@@ -86,8 +84,9 @@ struct daemon {
 	int lfd;
 	int sfd;
 	struct loop_handler listen_h, sig_h;
-	struct dtask *tasks[DAEMON_TASKS_MAX];
+	struct dtask **tasks; /* max_tasks of them: the collector's slot table */
 	int ntasks;
+	int max_tasks;
 	int exit_code;
 	bool capture_args; /* the collector copies argv (an exec rule needed it at start) */
 	char *config_text; /* the config file as last loaded: new tasks' rules */
@@ -165,8 +164,11 @@ static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **k
 		answer(fd, "error\tat most %d labels", TP_LABELS_MAX);
 		return NULL;
 	}
-	if (d->ntasks >= DAEMON_TASKS_MAX) {
-		answer(fd, "error\tthe daemon's task table is full (%d tasks)", DAEMON_TASKS_MAX);
+	if (d->ntasks >= d->max_tasks) {
+		answer(fd,
+		       "error\tthe daemon's task table is full: %d tasks are tracked (max_tasks in "
+		       "the config, then a restart, makes room for more)",
+		       d->max_tasks);
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
@@ -575,6 +577,10 @@ static void reload(struct daemon *d)
 	}
 	if (needs_args && !d->capture_args)
 		tp_err("warning: exec rules read arguments only after a restart of the daemon");
+	if (cfg.max_tasks != d->max_tasks)
+		tp_err("warning: max_tasks = %d takes effect at a restart of the daemon; %d until "
+		       "then",
+		       cfg.max_tasks, d->max_tasks);
 	d->cfg = cfg;
 	free(d->config_text);
 	d->config_text = text;
@@ -690,12 +696,22 @@ int cmd_daemon(int argc, char **argv)
 	if (cgroup2_mount(d.root, sizeof(d.root))) {
 		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
 		       "/sys/fs/cgroup'");
+		free(d.config_text);
 		return 1;
 	}
 	copts.capture_args = d.capture_args;
+	copts.max_tasks = d.max_tasks = d.cfg.max_tasks;
+	d.tasks = calloc((size_t)d.max_tasks, sizeof(*d.tasks));
+	if (!d.tasks) {
+		tp_err("out of memory for %d tasks", d.max_tasks);
+		free(d.config_text);
+		return 1;
+	}
 	d.c = collector__open(&copts);
 	if (!d.c) {
 		tp_err("cannot load the BPF collector: %s", strerror(errno));
+		free(d.tasks);
+		free(d.config_text);
 		return 1;
 	}
 	err = 1;
@@ -752,6 +768,7 @@ out:
 	loop__fini(&d.loop);
 	store__close(d.store);
 	collector__free(d.c);
+	free(d.tasks);
 	free(d.config_text);
 	return err;
 }

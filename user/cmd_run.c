@@ -557,6 +557,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 		return err;
 	/* argv is copied in BPF only when an exec rule will read it. */
 	copts.capture_args = session__needs_args(&st->s);
+	copts.max_tasks = 1; /* this run's task: one slot in the per-task maps */
 	st->c = collector__open(&copts);
 	if (!st->c) {
 		report_open_error(errno);

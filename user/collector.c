@@ -121,7 +121,8 @@ struct collector {
 	struct lib_scan scans[MAX_SCANS];
 	int nscans;
 	__u64 lib_attach_errors;
-	struct slot slots[TP_MAX_TASKS];
+	struct slot *slots; /* max_tasks of them, one per slot of the per-task maps */
+	int max_tasks;
 	struct loop_handler ring_h;
 };
 
@@ -313,7 +314,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	const struct tp_event_hdr *hdr = data;
 	struct slot *s;
 
-	if (size < sizeof(*hdr) || hdr->slot >= TP_MAX_TASKS)
+	if (size < sizeof(*hdr) || hdr->slot >= (__u32)c->max_tasks)
 		return 0;
 	s = &c->slots[hdr->slot];
 	/* An event of a slot's previous task, still queued when the slot was reused. */
@@ -357,7 +358,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void *ctx)
 {
-	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	c->slots[slot].exec_fn = fn;
 	c->slots[slot].exec_ctx = ctx;
@@ -584,6 +585,23 @@ void collector__tick(struct collector *c, __u64 now)
 	}
 }
 
+/* The maps indexed by slot get max_tasks entries: the slot table's size is the config's. */
+static int size_slot_maps(struct collector *c)
+{
+	struct bpf_map *maps[] = { c->skel->maps.cpu_stats, c->skel->maps.proc_stats,
+				   c->skel->maps.io_stats,  c->skel->maps.ioac_stats,
+				   c->skel->maps.mem_stats, c->skel->maps.phase_peak,
+				   c->skel->maps.slot_gen,  c->skel->maps.net_stats };
+
+	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
+		int err = bpf_map__set_max_entries(maps[i], (__u32)c->max_tasks);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Opens, configures and loads the skeleton; the uprobe programs for uprobe_multi. */
 static int load_skel(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes)
 {
@@ -594,6 +612,9 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	if (!k)
 		return -errno;
 	err = bpf_map__set_max_entries(k->maps.events, rb_bytes);
+	if (err)
+		return err;
+	err = size_slot_maps(c);
 	if (err)
 		return err;
 	k->rodata->wakeup_bytes = rb_bytes / 4;
@@ -632,6 +653,16 @@ struct collector *collector__open(const struct collector_opts *opts)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	c->max_tasks = opts && opts->max_tasks ? opts->max_tasks : TP_MAX_TASKS;
+	if (c->max_tasks < 1 || c->max_tasks > TP_MAX_TASKS_LIMIT) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	c->slots = calloc((size_t)c->max_tasks, sizeof(*c->slots));
+	if (!c->slots) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0) {
 		err = c->ncpus ? c->ncpus : -EINVAL;
@@ -741,8 +772,9 @@ void collector__free(struct collector *c)
 	if (!c)
 		return;
 	ring_buffer__free(c->rb);
-	for (int i = 0; i < TP_MAX_TASKS; i++)
+	for (int i = 0; c->slots && i < c->max_tasks; i++)
 		slot_reset(&c->slots[i]);
+	free(c->slots);
 	release_links(c->links, c->nlinks, c->ufds, c->nufds);
 	free(c->links);
 	free(c->ufds);
@@ -831,7 +863,7 @@ int collector__track(struct collector *c, const char *path)
 	struct slot *s = NULL;
 	int slot, err, procs;
 
-	for (slot = 0; slot < TP_MAX_TASKS; slot++)
+	for (slot = 0; slot < c->max_tasks; slot++)
 		if (!c->slots[slot].used) {
 			s = &c->slots[slot];
 			break;
@@ -958,7 +990,7 @@ int collector__net(struct collector *c, int slot, const struct http_ports *ports
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	s = &c->slots[slot];
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &st))
@@ -981,7 +1013,7 @@ int collector__untrack(struct collector *c, int slot)
 	__u64 key, next;
 	int err;
 
-	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	/* Threads still holding this slot (kept leftovers) stop counting at once. */
 	bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &free_gen, 0);
@@ -1104,7 +1136,7 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	struct tp_proc_stats ps;
 	__u32 key = (__u32)slot;
 
-	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used)
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_stats), &key, c->percpu_buf))
@@ -1149,7 +1181,7 @@ __s64 collector__take_peak(struct collector *c, int slot)
 
 const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n)
 {
-	if (slot < 0 || slot >= TP_MAX_TASKS || !c->slots[slot].used) {
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used) {
 		*n = 0;
 		return NULL;
 	}

@@ -21,6 +21,8 @@ struct collector_opts {
 	__u32 ringbuf_bytes;
 	/* Copy each exec's argv (256 bytes) into its event: ~700 ns an exec, for exec rules. */
 	bool capture_args;
+	/* Tasks tracked at once (slots), 1..TP_MAX_TASKS_LIMIT; 0 for TP_MAX_TASKS. */
+	int max_tasks;
 };
 
 struct program_stat {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "taskprobe.h"
 #include "util.h"
 
 void config_defaults(struct config *c)
@@ -19,6 +20,7 @@ void config_defaults(struct config *c)
 	c->retain_days = 30;
 	snprintf(c->listen, sizeof(c->listen), "%s", "127.0.0.1:9464");
 	c->max_db_mb = 1024;
+	c->max_tasks = TP_MAX_TASKS;
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
 	http_ports_default(&c->http_ports);
@@ -67,6 +69,10 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		*why = "max_db_mb takes whole MiB from 1 to 1048576";
 		return set_int(&c->max_db_mb, val, 1, 1048576);
 	}
+	if (!strcmp(key, "max_tasks")) {
+		*why = "max_tasks takes a whole number of tasks from 1 to 8192";
+		return set_int(&c->max_tasks, val, 1, TP_MAX_TASKS_LIMIT);
+	}
 	if (!strcmp(key, "db")) {
 		*why = "db takes an absolute path";
 		return val[0] == '/' ? set_str(c->db, sizeof(c->db), val) : -EINVAL;
@@ -109,7 +115,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return set_str(c->api_token, sizeof(c->api_token), val);
 	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks)";
 	return -EINVAL;
 }
 

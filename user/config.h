@@ -24,6 +24,7 @@ struct config {
 	struct http_ports http_ports; /* refused/timed-out connects there are HTTP failures */
 	char listen[128];	      /* the daemon's HTTP API, ADDR:PORT, or "off" */
 	char api_token[257];	      /* required of every API request when set */
+	int max_tasks;		      /* the daemon's tasks at once (its BPF slot table) */
 };
 
 void config_defaults(struct config *c);

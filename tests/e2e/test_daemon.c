@@ -641,3 +641,60 @@ TEST(TIER_E2E, no_daemon_embeds)
 		    "n1, in the default store (this namespace's)");
 	umount2("/var/lib", MNT_DETACH);
 }
+
+/*
+ * max_tasks = 2: a third task is refused in one line, for `task start` and for `run`,
+ * and the two tracked keep exactly their own counts; once one ends there is room.
+ */
+TEST(TIER_E2E, full_task_table_refuses_the_new_task)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *conf = tu_tmp("tp.conf");
+	char cg[3][4096], sock_opt[4200], conf_opt[4200], json[3][4200];
+	static const char *const ids[3] = { "m1", "m2", "m3" };
+	struct tu_result r;
+	pid_t d;
+
+	for (int i = 0; i < 3; i++)
+		if (!ASSERT_OK(tu_cgroup_make(cg[i], sizeof(cg[i])), "a worker's cgroup"))
+			return;
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	tu_write_file(conf, "max_tasks = 2\n");
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
+				 "--listen=off", NULL });
+	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+		return;
+	for (int i = 0; i < 3; i++) {
+		tu_tp(&r, 30, "task", "start", ids[i], "--cgroup", cg[i], sock_opt, NULL);
+		ASSERT_EQ(r.status, i < 2 ? 0 : 1, "task start");
+	}
+	ASSERT_TRUE(strstr(r.err, "task table is full: 2 tasks") != NULL, "says why");
+	ASSERT_TRUE(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "in one line");
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	tu_tp(&r, 60, "run", "--id", "m4", "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "a run, refused");
+	ASSERT_TRUE(strstr(r.err, "task table is full") != NULL, "says why");
+	/* m1: 1+3 execs, m2: 1+5; then m1 ends, m3 gets its slot: 1+7. */
+	ASSERT_EQ(run_in(cg[0], "/bin/true; /bin/true; /bin/true"), 0, "m1's workload");
+	ASSERT_EQ(run_in(cg[1], "/bin/true; /bin/true; /bin/true; /bin/true; /bin/true"), 0,
+		  "m2's workload");
+	snprintf(json[0], sizeof(json[0]), "%s", tu_tmp("m1.json"));
+	tu_tp(&r, 30, "task", "end", "m1", "--quiet", "--json", json[0], sock_opt, NULL);
+	ASSERT_EQ(r.status, 0, "task end m1");
+	tu_tp(&r, 30, "task", "start", "m3", "--cgroup", cg[2], sock_opt, NULL);
+	ASSERT_EQ(r.status, 0, "m3, once m1 ended");
+	ASSERT_EQ(run_in(cg[2], "/bin/true; /bin/true; /bin/true; /bin/true; /bin/true; "
+				"/bin/true; /bin/true"),
+		  0, "m3's workload");
+	for (int i = 1; i < 3; i++) {
+		snprintf(json[i], sizeof(json[i]), "%s", tu_tmp(i == 1 ? "m2.json" : "m3.json"));
+		tu_tp(&r, 30, "task", "end", ids[i], "--quiet", "--json", json[i], sock_opt, NULL);
+		ASSERT_EQ(r.status, 0, "task end");
+	}
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(tu_metric(tu_load_json(json[i]), "proc.execs"), 2 * i + 4,
+			  "each task's own execs");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}

@@ -106,6 +106,11 @@ TEST(TIER_UNIT, config_lines)
 	ASSERT_STREQ(c.listen, "[::1]:9000", "listen");
 	ASSERT_STREQ(c.api_token, "0123456789abcdef", "api_token");
 	ASSERT_EQ(config_parse(&c, "t.conf", "api_token = short\n"), -EINVAL, "a short token");
+	ASSERT_EQ(c.max_tasks, 1024, "max_tasks by default");
+	ASSERT_OK(config_parse(&c, "t.conf", "max_tasks = 8192\n"), "max_tasks at its limit");
+	ASSERT_EQ(c.max_tasks, 8192, "max_tasks");
+	ASSERT_EQ(config_parse(&c, "t.conf", "max_tasks = 0\n"), -EINVAL, "no tasks");
+	ASSERT_EQ(config_parse(&c, "t.conf", "max_tasks = 8193\n"), -EINVAL, "over the limit");
 }
 
 /* Config and rules files are read whole, with one size limit; a larger one is refused. */
