@@ -12,6 +12,8 @@ pkgs=(
 	iproute2 procps coreutils util-linux
 	# network tests: namespaces, SYN drops, certificates, TLS clients (OpenSSL, GnuTLS)
 	nftables openssl curl ca-certificates libssl3 libgnutls30
+	# the daemon test scrapes /metrics with a real Prometheus (started by the test)
+	prometheus
 )
 
 missing=()

@@ -347,7 +347,8 @@ static void prom_value(FILE *f, const char *v)
 
 struct prom {
 	FILE *f;
-	char family[160]; /* the last one with HELP and TYPE written */
+	char family[160];  /* the last one with HELP and TYPE written */
+	const char *label; /* a task label on the summed counters (metrics_label), or NULL */
 };
 
 static void prom_family(struct prom *p, const char *name, const char *type, const char *help)
@@ -418,6 +419,10 @@ static int prom_total(void *ctx, const struct store_total_row *r)
 	prom_value(p->f, r->worker_pool);
 	fputs("\",instance_type=\"", p->f);
 	prom_value(p->f, r->instance_type);
+	if (p->label && r->label[0]) {
+		fprintf(p->f, "\",%s=\"", p->label);
+		prom_value(p->f, r->label);
+	}
 	fprintf(p->f, "\"} %.17g\n", r->sum);
 	return 0;
 }
@@ -448,10 +453,14 @@ static void prom_prog(void *ctx, const struct collector_prog_stat *st)
 	fprintf(pp->f, "%s{program=\"%s\"} %llu\n", pp->family, st->name, (unsigned long long)v);
 }
 
-/* /metrics: never a task id; labels are the host's pool and type, and a reason or kind. */
+/*
+ * /metrics: never a task id; labels are the host's pool and type, a reason or kind, and
+ * the one task label the config names (metrics_label).
+ */
 static void get_metrics(struct api *api, struct answer *a)
 {
-	struct prom p = { .f = a->f };
+	const char *label = api->src.metrics_label;
+	struct prom p = { .f = a->f, .label = label && *label ? label : NULL };
 
 	a->type = "text/plain; version=0.0.4";
 	prom_family(&p, "taskprobe_tasks_running", "gauge", "tasks the daemon tracks now");
@@ -479,7 +488,7 @@ static void get_metrics(struct api *api, struct answer *a)
 		}
 	}
 	if (store__statuses(api->store, prom_status, &p) ||
-	    store__totals(api->store, prom_total, &p)) {
+	    store__totals(api->store, p.label, prom_total, &p)) {
 		prom_family(&p, "taskprobe_store_errors", "gauge", "the store failed to answer");
 		fputs("taskprobe_store_errors 1\n", a->f);
 	}

@@ -20,6 +20,7 @@ struct api_source {
 	struct collector *c;
 	int (*running)(void *ctx); /* tasks tracked now */
 	void *ctx;
+	const char *metrics_label; /* a task label key /metrics sums by too, or "" */
 };
 
 #define API_LISTEN_DEFAULT "127.0.0.1:9464"

@@ -740,7 +740,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	listen_at = listen_at ? listen_at : d.cfg.listen;
 	if (strcmp(listen_at, "off")) {
-		struct api_source src = { d.store, d.c, tasks_running, &d };
+		struct api_source src = { d.store, d.c, tasks_running, &d, d.cfg.metrics_label };
 
 		api = api__open(listen_at, d.cfg.api_token, &src, &d.loop);
 		if (!api)

@@ -59,6 +59,22 @@ static int set_str(char *out, size_t len, const char *v)
 	return 0;
 }
 
+static bool prom_label_name(const char *v)
+{
+	static const char *const own[] = { "worker_pool", "instance_type", "reason",
+					   "kind",	  "status",	   "program" };
+
+	if (!*v || strlen(v) > 63 || isdigit((unsigned char)*v) || !strncmp(v, "__", 2))
+		return false;
+	for (const char *p = v; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return false;
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+		if (!strcmp(v, own[i]))
+			return false;
+	return true;
+}
+
 static int apply(struct config *c, const char *key, const char *val, const char **why)
 {
 	if (!strcmp(key, "retain_days")) {
@@ -72,6 +88,14 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 	if (!strcmp(key, "max_tasks")) {
 		*why = "max_tasks takes a whole number of tasks from 1 to 8192";
 		return set_int(&c->max_tasks, val, 1, TP_MAX_TASKS_LIMIT);
+	}
+	if (!strcmp(key, "metrics_label")) {
+		*why = "metrics_label takes a task label key that is a Prometheus label name "
+		       "([a-zA-Z_][a-zA-Z0-9_]*, no __ prefix) and none of /metrics' own "
+		       "(worker_pool, instance_type, reason, kind, status, program)";
+		return prom_label_name(val)
+			       ? set_str(c->metrics_label, sizeof(c->metrics_label), val)
+			       : -EINVAL;
 	}
 	if (!strcmp(key, "db")) {
 		*why = "db takes an absolute path";
@@ -115,7 +139,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return set_str(c->api_token, sizeof(c->api_token), val);
 	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label)";
 	return -EINVAL;
 }
 

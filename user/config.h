@@ -25,6 +25,7 @@ struct config {
 	char listen[128];	      /* the daemon's HTTP API, ADDR:PORT, or "off" */
 	char api_token[257];	      /* required of every API request when set */
 	int max_tasks;		      /* the daemon's tasks at once (its BPF slot table) */
+	char metrics_label[64];	      /* a task label /metrics sums by too ("": none) */
 };
 
 void config_defaults(struct config *c);

@@ -968,29 +968,35 @@ static int total_row(sqlite3_stmt *st, void *ctx)
 	struct total_ctx *tc = ctx;
 	const char *pool = (const char *)sqlite3_column_text(st, 1);
 	const char *type = (const char *)sqlite3_column_text(st, 2);
+	const char *label = (const char *)sqlite3_column_text(st, 3);
 	struct store_total_row r = {
 		.metric = (const char *)sqlite3_column_text(st, 0),
 		.worker_pool = pool ? pool : "",
 		.instance_type = type ? type : "",
-		.sum = sqlite3_column_double(st, 3),
-		.tasks = (long)sqlite3_column_int64(st, 4),
+		.label = label ? label : "",
+		.sum = sqlite3_column_double(st, 4),
+		.tasks = (long)sqlite3_column_int64(st, 5),
 	};
 
 	return tc->fn(tc->ctx, &r);
 }
 
-int store__totals(struct store *s, store_total_fn fn, void *ctx)
+int store__totals(struct store *s, const char *label, store_total_fn fn, void *ctx)
 {
 	struct total_ctx tc = { fn, ctx };
 	sqlite3_stmt *st;
 
 	if (query_prepare(s,
-			  "SELECT m.name, p.value, i.value, SUM(m.value), COUNT(*) FROM metrics m"
+			  "SELECT m.name, p.value, i.value, j.value, SUM(m.value), COUNT(*)"
+			  " FROM metrics m"
 			  " LEFT JOIN labels p ON p.task = m.task AND p.key = 'worker_pool'"
 			  " LEFT JOIN labels i ON i.task = m.task AND i.key = 'instance_type'"
-			  " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+			  " LEFT JOIN labels j ON j.task = m.task AND j.key = ?1"
+			  " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
 			  &st))
 		return -EIO;
+	/* No label: a key no task has (label keys are never empty). */
+	sqlite3_bind_text(st, 1, label ? label : "", -1, SQLITE_STATIC);
 	return each_row(s, st, total_row, &tc);
 }
 

@@ -126,13 +126,17 @@ struct store_total_row {
 	const char *metric;
 	const char *worker_pool; /* the host labels, "" when a task has none */
 	const char *instance_type;
+	const char *label; /* the task label asked for, "" when a task has none */
 	double sum;
 	long tasks;
 };
 
 typedef int (*store_total_fn)(void *ctx, const struct store_total_row *row);
-/* Every stored metric summed over all tasks by worker_pool and instance_type. */
-int store__totals(struct store *s, store_total_fn fn, void *ctx);
+/*
+ * Every stored metric summed over all tasks by worker_pool and instance_type, and by
+ * the task label named label too unless it is NULL.
+ */
+int store__totals(struct store *s, const char *label, store_total_fn fn, void *ctx);
 
 struct store_status_row {
 	const char *status; /* live: "lost" for a running row whose collector is gone */

@@ -698,3 +698,104 @@ TEST(TIER_E2E, full_task_table_refuses_the_new_task)
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }
+
+/* A PromQL query to prom (HOST:PORT): the value of the series whose label key is val. */
+static double prom_query(const char *prom, const char *query, const char *key, const char *val)
+{
+	char url[256], q[512];
+	const struct json *res;
+	struct tu_result r;
+
+	snprintf(url, sizeof(url), "http://%s/api/v1/query", prom);
+	snprintf(q, sizeof(q), "query=%s", query);
+	tu_run((char *[]){ "curl", "-s", "-G", "--data-urlencode", q, url, NULL }, &r, 30);
+	if (r.status || !r.out || r.out[0] != '{')
+		return -1;
+	res = json_get(json_get(tu_parse_json(r.out), "data"), "result");
+	for (size_t i = 0; i < json_len(res); i++) {
+		const struct json *e = json_at(res, i);
+		const struct json *v = json_at(json_get(e, "value"), 1);
+
+		if (!strcmp(json_str(json_get(e, "metric"), key), val))
+			return v && v->type == JSON_STR ? atof(v->str) : -1;
+	}
+	return -1;
+}
+
+/*
+ * A real Prometheus, the test's own on loopback, scrapes the daemon's /metrics: its
+ * query API gives the execs of the tasks the test ran, summed by the task label that
+ * metrics_label names (job: Prometheus keeps its own job and says exported_job).
+ */
+TEST(TIER_E2E, prometheus_scrapes_the_daemon)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *conf = tu_tmp("tp.conf");
+	const char *pconf = tu_tmp("prometheus.yml"), *pdata = tu_tmp("prometheus-data");
+	char sock_opt[4200], conf_opt[4200], listen[64], pconf_opt[4200], pdata_opt[4200];
+	char prom[64], prom_opt[128], yml[512];
+	double build = -1, test = -1, up = -1;
+	struct tu_result r;
+	pid_t d, p;
+
+	if (access("/usr/bin/prometheus", X_OK)) {
+		tp_skip("no /usr/bin/prometheus: scripts/deps.sh installs Debian's prometheus");
+		return;
+	}
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + (getpid() + 11) % 20000);
+	snprintf(prom, sizeof(prom), "127.0.0.1:%d", 40000 + getpid() % 20000);
+	tu_write_file(conf, "metrics_label = job\nworker_pool = pool-p\n");
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
+				 listen, NULL });
+	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+		return;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	/* build: 3 + 4 execs in two tasks; test: 2 in one; one task without the label. */
+	tu_tp(&r, 60, "run", "--quiet", "--label", "job=build", "--", "sh", "-c",
+	      "/bin/true; /bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "run 1");
+	tu_tp(&r, 60, "run", "--quiet", "--label", "job=build", "--", "sh", "-c",
+	      "/bin/true; /bin/true; /bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "run 2");
+	tu_tp(&r, 60, "run", "--quiet", "--label", "job=test", "--", "sh", "-c", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "run 3");
+	tu_tp(&r, 60, "run", "--quiet", "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "run 4");
+
+	snprintf(yml, sizeof(yml),
+		 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+		 "scrape_configs:\n  - job_name: taskprobe\n    static_configs:\n"
+		 "      - targets: ['%s']\n",
+		 listen + 9);
+	tu_write_file(pconf, yml);
+	snprintf(pconf_opt, sizeof(pconf_opt), "--config.file=%s", pconf);
+	snprintf(pdata_opt, sizeof(pdata_opt), "--storage.tsdb.path=%s", pdata);
+	snprintf(prom_opt, sizeof(prom_opt), "--web.listen-address=%s", prom);
+	p = tu_spawn((char *[]){ "/usr/bin/prometheus", pconf_opt, pdata_opt, prom_opt, NULL });
+	ASSERT_TRUE(p > 0, "prometheus started");
+	/* Its first scrape within a few seconds of start-up; 30 s at most. */
+	for (int i = 0; i < 60 && (build < 0 || test < 0); i++) {
+		usleep(500000);
+		up = prom_query(prom, "up", "job", "taskprobe");
+		build = prom_query(prom, "sum by (exported_job) (taskprobe_proc_execs_total)",
+				   "exported_job", "build");
+		test = prom_query(prom, "sum by (exported_job) (taskprobe_proc_execs_total)",
+				  "exported_job", "test");
+	}
+	ASSERT_EQ(up, 1, "the target is up");
+	ASSERT_EQ(build, 7, "job=build's execs, from Prometheus");
+	ASSERT_EQ(test, 2, "job=test's execs, from Prometheus");
+	ASSERT_EQ(prom_query(prom, "sum by (worker_pool) (taskprobe_proc_execs_total)",
+			     "worker_pool", "pool-p"),
+		  10, "every task's execs, by the host's pool");
+	ASSERT_EQ(prom_query(prom, "taskprobe_tasks_running", "job", "taskprobe"), 0,
+		  "no task running");
+	ASSERT_EQ(prom_query(prom, "count(taskprobe_proc_execs_total)", "", ""), 3,
+		  "three series: build, test and the task without the label");
+	kill(p, SIGTERM);
+	ASSERT_TRUE(wait_run(p) >= 0, "prometheus stopped");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}

@@ -111,6 +111,17 @@ TEST(TIER_UNIT, config_lines)
 	ASSERT_EQ(c.max_tasks, 8192, "max_tasks");
 	ASSERT_EQ(config_parse(&c, "t.conf", "max_tasks = 0\n"), -EINVAL, "no tasks");
 	ASSERT_EQ(config_parse(&c, "t.conf", "max_tasks = 8193\n"), -EINVAL, "over the limit");
+	ASSERT_OK(config_parse(&c, "t.conf", "metrics_label = job\n"), "metrics_label");
+	ASSERT_STREQ(c.metrics_label, "job", "metrics_label");
+	{
+		static const char *const bad[] = { "metrics_label = a.b\n", "metrics_label = 1x\n",
+						   "metrics_label = __x\n",
+						   "metrics_label = reason\n",
+						   "metrics_label = worker_pool\n" };
+
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+			CHECK(config_parse(&c, "t.conf", bad[i]) == -EINVAL, "refused: %s", bad[i]);
+	}
 }
 
 /* Config and rules files are read whole, with one size limit; a larger one is refused. */
