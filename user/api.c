@@ -231,8 +231,10 @@ static void get_task(struct api *api, const char *id, bool hists, struct answer 
 			fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "the database failed");
 	} else if (t.record) {
 		fputs(t.record, a->f);
+	} else if (api->src.live && !api->src.live(api->src.ctx, id, &a->w)) {
+		/* Running here: its figures so far, from the collector. */
 	} else {
-		/* Running, or lost: no figures stored yet. */
+		/* Running elsewhere (an embedded run), or lost: no figures stored yet. */
 		jw_obj_begin(&a->w);
 		jw_kstr(&a->w, "id", id);
 		jw_kstr(&a->w, "status", t.status);

@@ -15,12 +15,16 @@ struct loop;
 struct store;
 
 /* What the API answers from: the store, and the daemon's live side for /metrics. */
+struct jw;
+
 struct api_source {
 	struct store *store;
 	struct collector *c;
 	int (*running)(void *ctx); /* tasks tracked now */
 	void *ctx;
 	const char *metrics_label; /* a task label key /metrics sums by too, or "" */
+	/* A running task's record so far written to w: 0, or -ENOENT when not running. */
+	int (*live)(void *ctx, const char *id, struct jw *w);
 };
 
 #define API_LISTEN_DEFAULT "127.0.0.1:9464"

@@ -97,6 +97,20 @@ static int tasks_running(void *ctx)
 	return ((struct daemon *)ctx)->ntasks;
 }
 
+static struct dtask *find_task(struct daemon *d, const char *id);
+
+static int live_record(void *ctx, const char *id, struct jw *w)
+{
+	struct dtask *t = find_task(ctx, id);
+	struct task_record rec;
+
+	if (!t || session__live(&t->s, &rec))
+		return -ENOENT;
+	task_write_json(w, &rec);
+	task_record_fini(&rec);
+	return 0;
+}
+
 static struct dtask *find_task(struct daemon *d, const char *id)
 {
 	for (int i = 0; i < d->ntasks; i++)
@@ -740,7 +754,8 @@ int cmd_daemon(int argc, char **argv)
 	}
 	listen_at = listen_at ? listen_at : d.cfg.listen;
 	if (strcmp(listen_at, "off")) {
-		struct api_source src = { d.store, d.c, tasks_running, &d, d.cfg.metrics_label };
+		struct api_source src = { d.store,    d.c, tasks_running, &d, d.cfg.metrics_label,
+					  live_record };
 
 		api = api__open(listen_at, d.cfg.api_token, &src, &d.loop);
 		if (!api)

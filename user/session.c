@@ -526,6 +526,63 @@ struct task_record *session__finish(struct session *s)
 	return rec;
 }
 
+int session__live(struct session *s, struct task_record *out)
+{
+	const struct program_stat *progs;
+	struct phases *ph = NULL;
+	struct phase_snap snap;
+	size_t nprogs;
+	__u64 now;
+
+	if (s->slot < 0 || s->done)
+		return -ENOENT;
+	snapshot(s, &snap);
+	now = snap.t_ns;
+	*out = s->rec;
+	out->net = (struct net_figures){ 0 };
+	out->progs = NULL;
+	out->nprogs = 0;
+	out->argv_owned = NULL;
+	out->um_owned = NULL;
+	out->rules_owned = NULL;
+	out->end = TASK_RUNNING;
+	out->wall_ns = now - s->start_ns;
+	out->main_wall_ns = (s->main_done ? s->main_end_ns : now) - s->start_ns;
+	/* The phases as they would end now: a copy, the open ones closed and unfinished. */
+	ph = calloc(1, sizeof(*ph));
+	if (ph) {
+		*ph = s->phases;
+		ph->p = s->phases.n ? malloc(s->phases.n * sizeof(*ph->p)) : NULL;
+		if (s->phases.n && !ph->p) {
+			free(ph);
+			ph = NULL;
+		} else {
+			if (ph->p)
+				memcpy(ph->p, s->phases.p, s->phases.n * sizeof(*ph->p));
+			phases__close_all(ph, &snap, 0);
+		}
+	}
+	out->phases = out->phases_owned = ph;
+	out->um = &s->um;
+	out->rules = &s->rules;
+	out->exec_args_truncated = s->args_truncated;
+	out->leftovers = s->leftovers;
+	out->leftover_action = s->action;
+	out->peak_cores = (double)s->sampler.peak_millicores / 1000.0;
+	collector__read(s->c, s->slot, &out->fig);
+	collector__net(s->c, s->slot, &s->p.cfg->http_ports, &out->net);
+	progs = collector__programs(s->c, s->slot, &nprogs);
+	task_set_programs(out, progs, nprogs);
+	out->lost_total = collector__lost_total(s->c);
+	out->skipped_runs = collector__skipped_runs(s->c);
+	out->by_daemon = s->p.by_daemon;
+	out->have_cpu_stat = !cgroup_read_cpu_stat(s->cgroup, &out->cpu_stat);
+	out->cpu_stat_note = NULL;
+	out->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &out->memory_peak);
+	out->memory_peak_source = out->have_memory_peak ? "cgroup:memory.peak" : NULL;
+	return 0;
+}
+
 void session__store(struct session *s)
 {
 	/* The task ran: a store that fails now is reported, not turned into 125. */

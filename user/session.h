@@ -103,6 +103,12 @@ void session__interrupt(struct session *s);
  * socket drained, every figure read. The caller adds how the main process ended.
  */
 struct task_record *session__finish(struct session *s);
+/*
+ * A running task's record so far, status "running", into out (task_record_fini frees
+ * it): the figures now, open phases as if they ended now. -ENOENT once it is over.
+ * Nothing of the session changes but the events drained.
+ */
+int session__live(struct session *s, struct task_record *out);
 /* The record into the store row, then the store's housekeeping. */
 void session__store(struct session *s);
 /* Untracks, removes the cgroups (unless the leftovers were kept), frees. */

@@ -23,6 +23,7 @@ const char *const task_status_names[TASK_END_KINDS] = {
 	[TASK_EXITED] = "exited",	[TASK_SIGNALED] = "signaled",
 	[TASK_NOT_FOUND] = "not_found", [TASK_EXEC_FAILED] = "exec_failed",
 	[TASK_ENDED] = "ended",		[TASK_INTERRUPTED] = "interrupted",
+	[TASK_RUNNING] = "running",
 };
 
 int task_exit_status(const struct task_record *t)
@@ -487,7 +488,11 @@ void task_write_json(struct jw *w, const struct task_record *t)
 		jw_i64(w, t->signal);
 	else
 		jw_null(w);
-	jw_ku64(w, "exit_status", (__u64)task_exit_status(t));
+	jw_key(w, "exit_status");
+	if (t->end == TASK_RUNNING)
+		jw_null(w);
+	else
+		jw_u64(w, (__u64)task_exit_status(t));
 
 	write_metrics(w, t);
 	if (t->have_cpu_stat) {

@@ -25,6 +25,7 @@ enum task_end {
 	TASK_EXEC_FAILED, /* CMD could not be executed (permissions, format): 126 */
 	TASK_ENDED,	  /* a cgroup tracked by `task start`, ended by `task end` */
 	TASK_INTERRUPTED, /* the daemon stopped before `task end`: the figures so far */
+	TASK_RUNNING,	  /* not ended: a running task's record so far (never stored) */
 	TASK_END_KINDS,
 };
 

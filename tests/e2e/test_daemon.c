@@ -296,6 +296,17 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 
 		ASSERT_EQ(prom_sum(r.out, "taskprobe_tasks_running", &bad), 1, "t2 running");
 	}
+	/* A running task's record: its figures so far, from the collector. */
+	snprintf(url, sizeof(url), "%s/api/v1/tasks/t2", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET a running task");
+	const struct json *live = tu_parse_json(r.out);
+	double live_execs = tu_metric(live, "proc.execs");
+
+	ASSERT_STREQ(json_str(live, "status"), "running", "it says running");
+	ASSERT_TRUE(json_get(live, "exit_status") &&
+			    json_get(live, "exit_status")->type == JSON_NULL,
+		    "no exit status yet");
+	ASSERT_GE(live_execs, 1, "t2's exec so far");
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status after SIGTERM");
 	ASSERT_TRUE(access(sock, F_OK) != 0, "its socket is gone");
@@ -306,6 +317,12 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_STREQ(json_str(tu_find(rec, "id", "t1"), "status"), "ended", "t1");
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--label", "job=build", "--json", NULL);
 	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum"), 22, "the store's count of t1's execs");
+	tu_tp(&r, 30, "show", "t2", "--db", db, "--json", NULL);
+	ASSERT_EQ(tu_metric(tu_parse_json(r.out), "proc.execs"), live_execs,
+		  "t2's stored execs, what the running record said");
+	/* Nothing ran in t2 after its workload: its CPU then is its CPU at the end. */
+	ASSERT_NEAR(tu_metric(tu_parse_json(r.out), "cpu.time_ns"), tu_metric(live, "cpu.time_ns"),
+		    0.02, "t2's stored CPU, what the running record said");
 	tu_tp(&r, 30, "task", "end", "t2", sock_opt, NULL);
 	ASSERT_EQ(r.status, 1, "no daemon");
 	ASSERT_TRUE(strstr(r.err, "no daemon answers") != NULL, "says why");
