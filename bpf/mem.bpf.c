@@ -121,6 +121,7 @@ SEC("tp_btf/mark_victim")
 int BPF_PROG(tp_mark_victim, struct task_struct *task, uid_t uid)
 {
 	struct tp_thread *th = tp_thread_get(task);
+	struct tp_note_event *e;
 	struct tp_mem_stats *ms;
 	__u32 slot;
 
@@ -130,5 +131,20 @@ int BPF_PROG(tp_mark_victim, struct task_struct *task, uid_t uid)
 	ms = bpf_map_lookup_elem(&mem_stats, &slot);
 	if (ms)
 		__sync_fetch_and_add(&ms->oom_kills, 1);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		tp_count_lost(slot);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->hdr.type = TP_EV_NOTE;
+	e->hdr.slot = slot;
+	e->hdr.gen = th->gen;
+	e->hdr.pid = task->pid;
+	e->hdr.tgid = task->tgid;
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	e->kind = TP_NOTE_OOM_KILL;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), task->comm);
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -50,7 +50,7 @@ struct tp_sock {
 	struct tp_endpoint_key ep;
 	__u64 syn_ns;
 	__s32 syn_err; /* the error reported while connecting (the app may take it first) */
-	__u32 pad;
+	__u32 tgid;    /* the process that connected */
 	__u64 tx_charged;
 	__u64 rx_charged;
 };
@@ -140,6 +140,7 @@ static __always_inline void connect_start(const struct sock *sk)
 	if (!ts)
 		return;
 	__builtin_memset(ts, 0, sizeof(*ts));
+	ts->tgid = bpf_get_current_pid_tgid() >> 32;
 	ts->ep.slot = ci->slot;
 	ts->ep.gen = ci->gen;
 	ts->ep.family = sk->__sk_common.skc_family;
@@ -169,6 +170,29 @@ static __always_inline int failure_kind(int err)
 	}
 }
 
+/* A failed connect, with its time, for the record's list of notable moments. */
+static __always_inline void note_connect_failed(const struct tp_sock *ts, int kind)
+{
+	struct tp_note_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		tp_count_lost(ts->ep.slot);
+		return;
+	}
+	e->hdr.type = TP_EV_NOTE;
+	e->hdr.slot = ts->ep.slot;
+	e->hdr.gen = ts->ep.gen;
+	e->hdr.pid = ts->tgid;
+	e->hdr.tgid = ts->tgid;
+	e->hdr.pad = 0;
+	e->hdr.ts_ns = bpf_ktime_get_ns();
+	e->kind = TP_NOTE_CONNECT_FAILED;
+	e->detail = kind;
+	e->ep = ts->ep;
+	__builtin_memset(e->comm, 0, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline void connect_done(const struct sock *sk, struct tp_sock *ts, int newstate)
 {
 	__u64 lat = bpf_ktime_get_ns() - ts->syn_ns;
@@ -191,6 +215,7 @@ static __always_inline void connect_done(const struct sock *sk, struct tp_sock *
 	err = sk->sk_err;
 	if (!err)
 		err = ts->syn_err;
+	note_connect_failed(ts, failure_kind(err));
 	switch (failure_kind(err)) {
 	case TP_CONN_REFUSED:
 		NET_ADD(&ts->ep, failures[TP_CONN_REFUSED], 1);

@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 5
+#define TP_ABI_VERSION 6
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
@@ -142,6 +142,7 @@ enum tp_event_type {
 	TP_EV_HTTP = 5,
 	TP_EV_FINAL = 6, /* a thread's last switch-out: struct tp_exit_event */
 	TP_EV_LEFT = 7,	 /* a process moved out of the task: struct tp_exit_event */
+	TP_EV_NOTE = 8,	 /* a notable moment counted only in maps: struct tp_note_event */
 };
 
 struct tp_event_hdr {
@@ -187,6 +188,23 @@ struct tp_exit_event {
 	__u64 runtime_ns;
 	__u32 exit_code;
 	__u32 flags;
+	char comm[TP_COMM_LEN];
+};
+
+enum tp_note_kind {
+	TP_NOTE_CONNECT_FAILED = 1, /* detail: enum tp_conn_failure; ep: where to */
+	TP_NOTE_OOM_KILL = 2,	    /* hdr.pid/tgid: the victim */
+};
+
+/*
+ * Rare moments the record lists with their time (failed connects, OOM kills). A
+ * connect's failure is often seen in softirq: hdr.tgid is the process that connected.
+ */
+struct tp_note_event {
+	struct tp_event_hdr hdr;
+	__u32 kind;
+	__s32 detail;
+	struct tp_endpoint_key ep;
 	char comm[TP_COMM_LEN];
 };
 

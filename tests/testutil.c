@@ -245,6 +245,28 @@ double tu_metric(const struct json *rec, const char *name)
 	return tu_num(json_get(rec, "metrics"), name);
 }
 
+int tu_events(const struct json *rec, const char *kind, const char *detail_has)
+{
+	const struct json *ev = json_get(rec, "events");
+	__u64 last = 0, wall_ms = (__u64)tu_num(rec, "wall_ns") / 1000000;
+	int n = 0;
+
+	for (size_t i = 0; i < json_len(ev); i++) {
+		const struct json *e = json_at(ev, i);
+		__u64 t = (__u64)json_num(e, "t_ms");
+
+		/* Each in the task's life, in the order they happened. */
+		CHECK(t <= wall_ms + 1 && t + 1 >= last,
+		      "event %zu at %llu ms (task %llu ms, last %llu)", i, (unsigned long long)t,
+		      (unsigned long long)wall_ms, (unsigned long long)last);
+		last = t > last ? t : last;
+		if (!strcmp(json_str(e, "kind"), kind) &&
+		    (!detail_has || strstr(json_str(e, "detail"), detail_has)))
+			n++;
+	}
+	return n;
+}
+
 const struct json *tu_find(const struct json *arr, const char *key, const char *value)
 {
 	for (size_t i = 0; i < json_len(arr); i++) {

@@ -38,6 +38,8 @@ void tu_write_file(const char *path, const char *text);
 double tu_metric(const struct json *rec, const char *name);
 double tu_num(const struct json *obj, const char *key);
 /* The first object of an array whose string member key equals value, or NULL. */
+/* The record's notable events of kind (whose detail holds detail_has, unless NULL). */
+int tu_events(const struct json *rec, const char *kind, const char *detail_has);
 const struct json *tu_find(const struct json *arr, const char *key, const char *value);
 /* The program-table entry of a task record with this path, or NULL. */
 const struct json *tu_program(const struct json *rec, const char *path);

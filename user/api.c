@@ -244,6 +244,26 @@ static void get_task(struct api *api, const char *id, bool hists, struct answer 
 	free(t.record);
 }
 
+/* A running task's record so far, parsed (its phases and events), or NULL. */
+static struct json *live_json(struct api *api, const char *id)
+{
+	struct json *j = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	struct jw w;
+	int err;
+	FILE *f;
+
+	if (!api->src.live || !(f = open_memstream(&text, &len)))
+		return NULL;
+	jw_init(&w, f, false);
+	err = api->src.live(api->src.ctx, id, &w);
+	if (fclose(f) == 0 && !err)
+		j = json_parse(text, len, NULL, 0);
+	free(text);
+	return j;
+}
+
 /* Every series of a task at N buckets over its life, with its phases: 10 <= N <= 5000. */
 static void get_series(struct api *api, struct MHD_Connection *conn, const char *id,
 		       struct answer *a)
@@ -263,13 +283,13 @@ static void get_series(struct api *api, struct MHD_Connection *conn, const char 
 	}
 	if (!find_task(api, id, &t, a))
 		return;
-	rec = t.record ? json_parse(t.record, strlen(t.record), NULL, 0) : NULL;
+	rec = t.record ? json_parse(t.record, strlen(t.record), NULL, 0) : live_json(api, id);
 	bk = calloc(np, sizeof(*bk));
 	if (!bk || store__series(api->store, t.tid, &pts, &n, &damaged) ||
 	    series_buckets(pts, n, t.wall_ns / 1000000, (int)np, bk))
 		fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "the series of '%s' could not be read", id);
 	else
-		query_json_series(&a->w, id, &t, json_get(rec, "phases"), n, bk, (int)np);
+		query_json_series(&a->w, id, &t, rec, n, bk, (int)np);
 	free(bk);
 	free(pts);
 	json_free(rec);

@@ -453,7 +453,7 @@ int cmd_series(int argc, char **argv)
 		goto out;
 	if (q.json) {
 		jw_init(&w, stdout, true);
-		query_json_series(&w, q.args[0], &ref, phases, n, bk, (int)q.points);
+		query_json_series(&w, q.args[0], &ref, rec, n, bk, (int)q.points);
 	} else {
 		char m[32], r[32], wr[32];
 

@@ -22,6 +22,7 @@
 #include "loop.h"
 #include "htab.h"
 #include "net.h"
+#include "notes.h"
 #include "taskprobe.skel.h"
 #include "uprobe.h"
 #include "util.h"
@@ -81,6 +82,7 @@ struct slot {
 	struct htab procs;	/* tgid -> struct proc_info */
 	__u64 events;
 	struct net_acc net;
+	struct notes notes;
 	struct bpf_link *skb_links[2]; /* plaintext HTTP: the task cgroup's packets */
 	collector_exec_fn exec_fn;     /* the task's own subscriber, or NULL */
 	void *exec_ctx;
@@ -149,6 +151,7 @@ static void slot_reset(struct slot *s)
 	for (int i = 0; i < 2; i++)
 		bpf_link__destroy(s->skb_links[i]);
 	net_acc__fini(&s->net);
+	notes__fini(&s->notes);
 	free(s->progs);
 	htab__fini(&s->prog_index);
 	htab__fini(&s->procs);
@@ -266,6 +269,77 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 			   e->args_flags & TP_EXEC_ARGS_TRUNCATED);
 }
 
+/* The program a process runs, by its file's last component; else its comm. */
+static const char *program_of(const struct slot *s, __u32 tgid, const char *comm)
+{
+	const struct proc_info *pi = htab__get((struct htab *)&s->procs, tgid);
+	const char *path, *slash;
+
+	if (!pi || !pi->prog || pi->prog > s->nprogs)
+		return comm;
+	path = s->progs[pi->prog - 1].path;
+	slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path[0] ? path : comm;
+}
+
+static void note_exit(struct slot *s, const struct tp_exit_event *e, const char *comm)
+{
+	int sig = (int)(e->exit_code & 0x7f);
+	struct note n = { .t_ns = e->hdr.ts_ns, .kind = NOTE_FAILED_EXIT, .pid = e->hdr.tgid };
+
+	n.code = sig ? 128 + sig : (int)((e->exit_code >> 8) & 0xff);
+	if (sig)
+		snprintf(n.detail, sizeof(n.detail), "%s killed by signal %d", comm, sig);
+	else
+		snprintf(n.detail, sizeof(n.detail), "%s exited %d", comm, n.code);
+	notes__add(&s->notes, &n);
+}
+
+static void note_http(struct slot *s, const struct tp_http_event *e)
+{
+	struct note n = { .t_ns = e->hdr.ts_ns, .kind = NOTE_HTTP_FAILURE, .pid = e->hdr.tgid };
+	char method[TP_HTTP_METHOD_LEN + 1], host[TP_HTTP_HOST_LEN + 1];
+
+	if (e->kind == TP_HTTP_H2 ||
+	    (e->kind == TP_HTTP_RESPONSE && e->status < 500 && e->status != 429))
+		return;
+	memcpy(method, e->method, TP_HTTP_METHOD_LEN);
+	method[TP_HTTP_METHOD_LEN] = '\0';
+	memcpy(host, e->host, TP_HTTP_HOST_LEN);
+	host[TP_HTTP_HOST_LEN] = '\0';
+	n.code = e->kind == TP_HTTP_RESPONSE ? e->status : 0;
+	if (e->kind == TP_HTTP_RESPONSE)
+		snprintf(n.detail, sizeof(n.detail), "%s %s: %u", method, host, e->status);
+	else
+		snprintf(n.detail, sizeof(n.detail), "%s %s: %s", method, host,
+			 e->kind == TP_HTTP_RESET ? "reset before the response" : "body cut short");
+	notes__add(&s->notes, &n);
+}
+
+static void on_note(struct slot *s, const struct tp_note_event *e)
+{
+	struct note n = { .t_ns = e->hdr.ts_ns, .pid = e->hdr.tgid };
+	char comm[TP_COMM_LEN + 1], where[80];
+
+	memcpy(comm, e->comm, TP_COMM_LEN);
+	comm[TP_COMM_LEN] = '\0';
+	if (e->kind == TP_NOTE_OOM_KILL) {
+		n.kind = NOTE_OOM_KILL;
+		snprintf(n.detail, sizeof(n.detail), "%s OOM-killed",
+			 program_of(s, e->hdr.tgid, comm));
+	} else if (e->kind == TP_NOTE_CONNECT_FAILED && e->detail >= 0 &&
+		   e->detail < TP_CONN_FAILURE_KINDS) {
+		n.kind = NOTE_CONNECT_FAILED;
+		n.code = e->detail;
+		net_fmt_addr(where, sizeof(where), e->ep.family, e->ep.addr, e->ep.port);
+		snprintf(n.detail, sizeof(n.detail), "%s: connect to %s %s",
+			 program_of(s, e->hdr.tgid, "?"), where, connect_failure_names[e->detail]);
+	} else {
+		return;
+	}
+	notes__add(&s->notes, &n);
+}
+
 static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 {
 	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
@@ -280,6 +354,8 @@ static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 		add_cpu(s, pi ? pi->prog : 0, comm, e->runtime_ns - base);
 	if (pi && e->hdr.pid == e->hdr.tgid)
 		pi->base_runtime = e->runtime_ns;
+	if ((e->flags & TP_EXIT_GROUP_DEAD) && e->exit_code)
+		note_exit(s, e, comm);
 }
 
 /* A process moved out of the task: its CPU so far is its program's, and it is forgotten. */
@@ -349,11 +425,26 @@ static int handle_event(void *ctx, void *data, size_t size)
 			net_acc__dns(&s->net, data);
 		break;
 	case TP_EV_HTTP:
-		if (size >= sizeof(struct tp_http_event))
+		if (size >= sizeof(struct tp_http_event)) {
 			net_acc__http(&s->net, data);
+			note_http(s, data);
+		}
+		break;
+	case TP_EV_NOTE:
+		if (size >= sizeof(struct tp_note_event))
+			on_note(s, data);
 		break;
 	}
 	return 0;
+}
+
+const struct notes *collector__notes(const struct collector *c, int slot)
+{
+	static const struct notes none;
+
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+		return &none;
+	return &c->slots[slot].notes;
 }
 
 int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void *ctx)

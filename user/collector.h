@@ -73,6 +73,9 @@ int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void
 struct collector *collector__open(const struct collector_opts *opts);
 void collector__free(struct collector *c);
 
+struct notes;
+/* The slot's notable moments so far (times CLOCK_MONOTONIC); empty for a free slot. */
+const struct notes *collector__notes(const struct collector *c, int slot);
 /* Starts counting the cgroup subtree at path as a new task; returns its slot or -errno. */
 int collector__track(struct collector *c, const char *path);
 /* Stops counting a slot and forgets its aggregates. */

@@ -85,10 +85,11 @@ const char *query_phase_at(const struct json *phases, size_t i, char *buf, size_
 }
 
 void query_json_series(struct jw *w, const char *id, const struct store_task *t,
-		       const struct json *phases, size_t samples, const struct series_bucket *bk,
+		       const struct json *rec, size_t samples, const struct series_bucket *bk,
 		       int points)
 {
 	static const char *const stat[3] = { "min", "mean", "max" };
+	const struct json *phases = json_get(rec, "phases"), *ev = json_get(rec, "events");
 	char pbuf[32];
 
 	jw_obj_begin(w);
@@ -140,5 +141,22 @@ void query_json_series(struct jw *w, const char *id, const struct store_task *t,
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
+	/* The notable moments, as the record lists them: bounded (NOTES_MAX), not per sample. */
+	jw_key(w, "events");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < json_len(ev); i++) {
+		const struct json *e = json_at(ev, i);
+
+		jw_obj_begin(w);
+		jw_ku64(w, "t_ms", (__u64)json_num(e, "t_ms"));
+		jw_kstr(w, "kind", json_str(e, "kind"));
+		jw_ku64(w, "pid", (__u64)json_num(e, "pid"));
+		jw_key(w, "code");
+		jw_i64(w, (long long)json_num(e, "code"));
+		jw_kstr(w, "detail", json_str(e, "detail"));
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_ku64(w, "events_dropped", (__u64)json_num(rec, "events_dropped"));
 	jw_obj_end(w);
 }

@@ -25,10 +25,10 @@ const char *query_phase_at(const struct json *phases, size_t i, char *buf, size_
 /*
  * A task's series at points buckets (bk, from series_buckets) over its life, each
  * with min, mean and max of every field and the phase open then; then its phases'
- * intervals (from the record's phases, NULL while it runs).
+ * intervals and its notable events, from its record (NULL: none yet).
  */
 void query_json_series(struct jw *w, const char *id, const struct store_task *t,
-		       const struct json *phases, size_t samples, const struct series_bucket *bk,
+		       const struct json *rec, size_t samples, const struct series_bucket *bk,
 		       int points);
 /* A stored histogram's name, from its own or the short one a user may type. */
 const char *query_hist_name(const char *name);

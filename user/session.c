@@ -14,6 +14,7 @@
 #include "collector.h"
 #include "config.h"
 #include "hostinfo.h"
+#include "notes.h"
 #include "session.h"
 #include "store.h"
 #include "util.h"
@@ -522,6 +523,8 @@ struct task_record *session__finish(struct session *s)
 	rec->lost_total = collector__lost_total(s->c);
 	rec->skipped_runs = collector__skipped_runs(s->c);
 	rec->by_daemon = s->p.by_daemon;
+	notes__fini(&rec->notes);
+	notes__rebase(&rec->notes, collector__notes(s->c, s->slot), s->start_ns);
 	read_cgroup_figures(s);
 	return rec;
 }
@@ -545,6 +548,7 @@ int session__live(struct session *s, struct task_record *out)
 	out->argv_owned = NULL;
 	out->um_owned = NULL;
 	out->rules_owned = NULL;
+	out->notes = (struct notes){ 0 };
 	out->end = TASK_RUNNING;
 	out->wall_ns = now - s->start_ns;
 	out->main_wall_ns = (s->main_done ? s->main_end_ns : now) - s->start_ns;
@@ -576,6 +580,7 @@ int session__live(struct session *s, struct task_record *out)
 	out->lost_total = collector__lost_total(s->c);
 	out->skipped_runs = collector__skipped_runs(s->c);
 	out->by_daemon = s->p.by_daemon;
+	notes__rebase(&out->notes, collector__notes(s->c, s->slot), s->start_ns);
 	out->have_cpu_stat = !cgroup_read_cpu_stat(s->cgroup, &out->cpu_stat);
 	out->cpu_stat_note = NULL;
 	out->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &out->memory_peak);

@@ -115,6 +115,7 @@ void task_record_fini(struct task_record *t)
 	}
 	free(t->rules_owned);
 	t->rules_owned = NULL;
+	notes__fini(&t->notes);
 	net_figures_fini(&t->net);
 }
 
@@ -544,6 +545,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	write_user_metrics(w, t->um);
 	jw_key(w, "network");
 	net_write_json(w, &t->net);
+	notes__write_json(w, &t->notes);
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
@@ -751,6 +753,9 @@ int task_from_json(struct task_record *t, const struct json *j)
 	    um_from_json(t, json_get(j, "user_metrics"), json_get(j, "metrics_socket")) ||
 	    anchors_from_json(t, json_get(j, "log_anchors")))
 		return -ENOMEM;
+	if (notes__from_json(&t->notes, json_get(j, "events"),
+			     (__u64)json_num(j, "events_dropped")))
+		return -EINVAL;
 	n = json_len(progs);
 	if (n) {
 		t->progs = calloc(n, sizeof(*t->progs));

@@ -11,6 +11,7 @@
 #include "collector.h"
 #include "json.h"
 #include "net.h"
+#include "notes.h"
 #include "phases.h"
 #include "rules.h"
 #include "usermetrics.h"
@@ -83,6 +84,7 @@ struct task_record {
 	__u64 lost_total;
 	__u64 skipped_runs; /* BPF program runs the kernel skipped (recursion), host-wide */
 	bool by_daemon;	    /* the host daemon's collector, not one embedded in `run` */
+	struct notes notes; /* notable moments, times since the start; owned */
 };
 
 /* mem.peak_bytes and where it came from. */

@@ -816,3 +816,94 @@ TEST(TIER_E2E, prometheus_scrapes_the_daemon)
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }
+
+/* The events of a series or record answer of kind. */
+static int events_of(const struct json *ans, const char *kind, const char *detail_has)
+{
+	const struct json *ev = json_get(ans, "events");
+	int n = 0;
+
+	for (size_t i = 0; i < json_len(ev); i++)
+		n += !strcmp(json_str(json_at(ev, i), "kind"), kind) &&
+		     strstr(json_str(json_at(ev, i), "detail"), detail_has);
+	return n;
+}
+
+/*
+ * The series answer at 100 buckets of a 100 ms-interval task: a one-second CPU spike
+ * (burn's, its rusage the truth) survives as its buckets' max, the quiet buckets stay
+ * low, and the notable events (a refused connect, two failed exits) come with their
+ * times, while the task runs and after.
+ */
+TEST(TIER_E2E, series_keeps_a_spike_and_lists_events)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *truth = tu_tmp("truth");
+	const char *json = tu_tmp("s.json");
+	char sock_opt[4200], listen[64], url[256], script[4200];
+	const struct json *ans, *bk;
+	double children, self, spike = 0, quiet = 0;
+	struct tu_result r;
+	pid_t d, run;
+
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + (getpid() + 23) % 20000);
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt, listen,
+				 NULL });
+	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+		return;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	/* Port 1 on loopback: refused. curl exits 7, the task 3. */
+	snprintf(script, sizeof(script),
+		 "curl -s http://127.0.0.1:1/; sleep 4; %s 1 1000 %s; sleep 5; exit 3",
+		 tu_helper("burn"), truth);
+	run = spawn_run("sp", json, "--interval=100", script);
+	for (int i = 0; i < 1500 && access(truth, F_OK); i++)
+		usleep(10000);
+	ASSERT_OK(access(truth, F_OK), "the spike is over");
+	/* While it runs: the events so far, from the daemon's collector. */
+	snprintf(url, sizeof(url), "http://%s/api/v1/tasks/sp/series?points=100", listen + 9);
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET the series of a running task");
+	ans = tu_parse_json(r.out);
+	ASSERT_STREQ(json_str(ans, "status"), "running", "running");
+	ASSERT_EQ(events_of(ans, "connect_failed", "curl: connect to 127.0.0.1:1 refused"), 1,
+		  "the refused connect, so far");
+	ASSERT_EQ(events_of(ans, "failed_exit", "curl exited 7"), 1, "curl's exit, so far");
+	ASSERT_EQ(wait_run(run), 3, "the task's exit status");
+
+	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET the series");
+	ans = tu_parse_json(r.out);
+	bk = json_get(ans, "buckets");
+	ASSERT_EQ(json_len(bk), 100, "exactly 100 buckets");
+	for (size_t b = 0; b < json_len(bk); b++) {
+		const struct json *x = json_at(bk, b);
+		double mc = tu_num(json_get(x, "max"), "cpu_millicores");
+
+		spike = mc > spike ? mc : spike;
+		/* The first three seconds: curl, then sleep. */
+		if (tu_num(x, "t_ms") + 200 < 3000 && tu_num(x, "t_ms") > 500)
+			quiet = mc > quiet ? mc : quiet;
+	}
+	if (ASSERT_OK(tu_read_truth(truth, &children, &self), "burn's rusage"))
+		ASSERT_GE(children, 0.95e9, "burn used a second of CPU");
+	/* One core busy for a second: a 100 ms sample of it is ~1000 millicores. */
+	ASSERT_NEAR(spike, 1000, 0.15, "the spike, as its buckets' max");
+	ASSERT_LE(quiet, 150, "the quiet seconds stay low");
+	ASSERT_EQ(events_of(ans, "connect_failed", "refused"), 1, "the refused connect");
+	ASSERT_EQ(events_of(ans, "failed_exit", "curl exited 7"), 1, "curl's exit");
+	ASSERT_EQ(events_of(ans, "failed_exit", "sh exited 3"), 1, "the task's own exit");
+	ASSERT_EQ(json_len(json_get(ans, "events")), 3, "nothing else notable");
+	{
+		const struct json *ev = json_get(ans, "events");
+		double first = json_num(json_at(ev, 0), "t_ms"),
+		       last = json_num(json_at(ev, 2), "t_ms");
+
+		ASSERT_LE(first, 1500, "curl's moments come first");
+		ASSERT_GE(last, 9000, "the task's exit at its end");
+		ASSERT_LE(last, tu_num(ans, "span_ms"), "within the task's span");
+	}
+	tu_tp(&r, 30, "series", "sp", "--db", db, "--points", "100", "--json", NULL);
+	ASSERT_EQ(json_len(json_get(tu_parse_json(r.out), "events")), 3, "the CLI lists them too");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}

@@ -208,4 +208,7 @@ TEST(TIER_E2E, oom_kill_is_counted)
 	rec = tu_load_json(json);
 	ASSERT_EQ(tu_metric(rec, "proc.oom_kills"), 1, "proc.oom_kills");
 	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 1, "the killed process failed");
+	ASSERT_EQ(tu_events(rec, "oom_kill", "memtouch OOM-killed"), 1, "the OOM kill, listed");
+	ASSERT_EQ(tu_events(rec, "failed_exit", "killed by signal 9"), 1, "its exit, listed");
+	ASSERT_EQ(json_len(json_get(rec, "events")), 2, "nothing else notable");
 }

@@ -130,6 +130,11 @@ TEST(TIER_E2E, https_statuses_by_host_exact_and_no_secret_stored)
 	ASSERT_EQ(tu_num(h, "failures"), 3, "failures");
 	ASSERT_EQ(tu_metric(rec, "http.requests"), 5, "http.requests");
 	ASSERT_EQ(tu_metric(rec, "http.failures"), 3, "http.failures");
+	ASSERT_EQ(tu_events(rec, "http_failure", "bucket.s3.amazonaws.com: 503"), 2,
+		  "the 503s, listed with their time");
+	ASSERT_EQ(tu_events(rec, "http_failure", "bucket.s3.amazonaws.com: 429"), 1,
+		  "the 429, listed");
+	ASSERT_EQ(json_len(json_get(rec, "events")), 3, "nothing else notable");
 	ASSERT_EQ(tu_metric(rec, "net.tcp.connect_attempts"), snmp(lab, "ActiveOpens") - opens,
 		  "connects: as the namespace's ActiveOpens");
 	ASSERT_EQ(tu_metric(rec, "net.tcp.connects"), 5, "5 connections established");
@@ -200,6 +205,12 @@ TEST(TIER_E2E, connect_failures_by_reason_match_the_kernel)
 	ASSERT_EQ(failure_kind(http_host(rec, "reset.s3.amazonaws.com"), "reset"), 2,
 		  "HTTP failures: reset before the response, plaintext and TLS");
 	ASSERT_EQ(tu_metric(rec, "http.failures"), 4, "4 HTTP failures (unreachable is not one)");
+	ASSERT_EQ(tu_events(rec, "connect_failed", "curl: connect to 10.251.0.4:443 unreachable"),
+		  1, "the unreachable connect, listed");
+	ASSERT_EQ(tu_events(rec, "connect_failed", "refused"), 1, "the refused one");
+	ASSERT_EQ(tu_events(rec, "connect_failed", "timeout"), 1, "the timed-out one");
+	ASSERT_EQ(tu_events(rec, "http_failure", "reset before the response"), 2,
+		  "the two resets, listed");
 	ep = endpoint(rec, "10.251.0.3:443");
 	ASSERT_TRUE(ep && !strcmp(json_get(ep, "names")->str, "slow.s3.amazonaws.com"),
 		    "the timed-out endpoint is named");

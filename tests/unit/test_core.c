@@ -295,6 +295,16 @@ static void full_record(struct task_record *t, char **argv, int argc, struct pha
 		u[i] = 1000 + i * 7;
 	t->fig.max_alive = 33;
 	t->fig.peak_rss_bytes = 123456789;
+	for (int k = 0; k < NOTE_KINDS; k++) {
+		struct note n = { .t_ns = (__u64)(k + 1) * 1500000000ULL,
+				  .kind = (enum note_kind)k,
+				  .pid = 4000 + (__u32)k,
+				  .code = k == 0 ? 137 : k * 100 };
+
+		snprintf(n.detail, sizeof(n.detail), "moment \"%d\"", k);
+		notes__add(&t->notes, &n);
+	}
+	t->notes.dropped = 12;
 	t->main_wall_ns = 100000000000ULL;
 	t->start_real_ns = 1800000000000000000ULL;
 	t->end = TASK_EXITED;
@@ -373,6 +383,9 @@ TEST(TIER_UNIT, task_record_round_trip)
 
 	full_record(&t, argv, 3, &ph, &um, &rs);
 	first = record_json(&t);
+	ASSERT_TRUE(strstr(first, "\"kind\":\"oom_kill\"") &&
+			    strstr(first, "\"events_dropped\":12"),
+		    "notable moments are in the record");
 	ASSERT_TRUE(strstr(first, "\"name\":\"fetch\",\"type\":\"timer\"") &&
 			    strstr(first, "\"bad_type\":2") && strstr(first, "\"link_error\""),
 		    "user metrics, refusals and anchors are in the record");
