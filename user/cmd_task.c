@@ -27,66 +27,6 @@ const char task_usage[] =
 	"                  or TASKPROBE_CONTROL)\n"
 	"start prints TASKPROBE_SOCKET=PATH: the task's metrics socket, for its processes.\n";
 
-static int connect_daemon(const char *path)
-{
-	int fd = control_connect(path);
-
-	if (fd >= 0)
-		return fd;
-	tp_err("task: no daemon answers on %s (%s); start one with 'taskprobe daemon'", path,
-	       strerror(-fd));
-	return -1;
-}
-
-/* Sends the request, reads the whole answer; its first line decides. */
-static char *ask(const char *path, const char *req, size_t *len)
-{
-	char *buf = NULL;
-	size_t cap = 0;
-	int fd = connect_daemon(path);
-
-	*len = 0;
-	if (fd < 0)
-		return NULL;
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		tp_err("task: cannot send to the daemon: %s", strerror(errno));
-		close(fd);
-		return NULL;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (*len + 4096 + 1 > cap) {
-			char *nb = realloc(buf, cap = cap * 2 + 8192);
-
-			if (!nb)
-				break;
-			buf = nb;
-		}
-		n = read(fd, buf + *len, cap - *len - 1);
-		if (n <= 0)
-			break;
-		*len += (size_t)n;
-	}
-	close(fd);
-	if (!buf || !*len) {
-		tp_err("task: the daemon closed the connection without an answer");
-		free(buf);
-		return NULL;
-	}
-	buf[*len] = '\0';
-	if (strncmp(buf, "ok", 2) || (buf[2] != '\n' && buf[2] != '\t')) {
-		char *nl = strchr(buf, '\n');
-
-		if (nl)
-			*nl = '\0';
-		tp_err("task: %s", !strncmp(buf, "error\t", 6) ? buf + 6 : buf);
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
 static int task_start(const char *id, const char *cgroup, char **labels, int nlabels,
 		      const char *sock)
 {
@@ -101,7 +41,7 @@ static int task_start(const char *id, const char *cgroup, char **labels, int nla
 		return 1;
 	}
 	strcat(req, "\n");
-	ans = ask(control_path(sock), req, &len);
+	ans = control_ask(control_path(sock), req, &len, "task");
 	if (!ans)
 		return 1;
 	nl = strchr(ans, '\n');
@@ -122,7 +62,7 @@ static int task_end(const char *id, const char *json_path, bool quiet, const cha
 	int ret = 1;
 
 	snprintf(req, sizeof(req), "end\t%s\n", id);
-	ans = ask(control_path(sock), req, &len);
+	ans = control_ask(control_path(sock), req, &len, "task");
 	if (!ans)
 		return 1;
 	rec = strchr(ans, '\n');

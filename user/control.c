@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "control.h"
+#include "util.h"
 
 const char *control_path(const char *opt)
 {
@@ -59,4 +60,57 @@ char *control_unescape(char *s)
 	}
 	*w = '\0';
 	return s;
+}
+
+char *control_ask(const char *path, const char *req, size_t *len, const char *who)
+{
+	size_t cap = 0, want = strlen(req);
+	char *buf = NULL;
+	int fd = control_connect(path);
+
+	*len = 0;
+	if (fd < 0) {
+		tp_err("%s: no daemon answers on %s (%s); start one with 'taskprobe daemon'", who,
+		       path, strerror(-fd));
+		return NULL;
+	}
+	if (write(fd, req, want) != (ssize_t)want) {
+		tp_err("%s: cannot send to the daemon: %s", who, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (*len + 4096 + 1 > cap) {
+			char *nb = realloc(buf, cap = cap * 2 + 8192);
+
+			if (!nb)
+				break;
+			buf = nb;
+		}
+		n = read(fd, buf + *len, cap - *len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		*len += (size_t)n;
+	}
+	close(fd);
+	if (!buf || !*len) {
+		tp_err("%s: the daemon closed the connection without an answer", who);
+		free(buf);
+		return NULL;
+	}
+	buf[*len] = '\0';
+	if (strncmp(buf, "ok", 2) || (buf[2] != '\n' && buf[2] != '\t')) {
+		char *nl = strchr(buf, '\n');
+
+		if (nl)
+			*nl = '\0';
+		tp_err("%s: %s", who, !strncmp(buf, "error\t", 6) ? buf + 6 : buf);
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }

@@ -30,6 +30,11 @@
 const char *control_path(const char *opt);
 /* A connected socket, or -errno (-ENOENT, -ECONNREFUSED: no daemon). No message. */
 int control_connect(const char *path);
+/*
+ * One request, its whole answer (NUL-terminated, length in *len) when it begins "ok";
+ * else NULL after one line "WHO: why" (no daemon, or the daemon's error line).
+ */
+char *control_ask(const char *path, const char *req, size_t *len, const char *who);
 /* A tab, then s escaped (\\ \t \n), to f. */
 void control_put_field(FILE *f, const char *s);
 /* Undoes control_put_field's escapes in place; returns s. */
