@@ -159,6 +159,66 @@ static void answer(int fd, const char *fmt, ...)
 		return;
 }
 
+/* A long answer: the client reads it at once; one that does not gets 2 s, not the loop. */
+static void send_text(int fd, const char *text, size_t len)
+{
+	struct timeval tv = { .tv_sec = 2 };
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (len) {
+		ssize_t n = send(fd, text, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		text += n;
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * tasks: "ok", then a line per running task: ID WALL_NS CPU_NS MEM_BYTES READ_BYTES
+ * WRITE_BYTES RX_BYTES TX_BYTES PROCS FAILURES PHASE, totals so far (top makes rates).
+ */
+static void list_tasks(struct daemon *d, int fd)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f) {
+		answer(fd, "error\tout of memory");
+		return;
+	}
+	fputs("ok\n", f);
+	for (int i = 0; i < d->ntasks; i++) {
+		struct dtask *t = d->tasks[i];
+		struct task_record rec;
+		const struct tp_net_counters *tcp = &rec.net.tcp;
+		__u64 cpu, fails;
+
+		if (session__live(&t->s, &rec))
+			continue;
+		/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
+		cpu = rec.have_cpu_stat ? rec.cpu_stat.usage_us * 1000 : rec.fig.cpu_ns;
+		fails = rec.fig.failed_exits + rec.fig.oom_kills + net_http_failures(&rec.net, -1);
+		for (int k = 0; k < TP_CONN_FAILURE_KINDS; k++)
+			fails += tcp->failures[k];
+		fprintf(f, "%s\t%llu\t%llu\t%lld\t%llu\t%llu\t%llu\t%llu\t%lld\t%llu\t%s\n", t->id,
+			(unsigned long long)rec.wall_ns, (unsigned long long)cpu,
+			(long long)rec.fig.rss_bytes, (unsigned long long)rec.fig.io_blk_read_bytes,
+			(unsigned long long)rec.fig.io_blk_write_bytes,
+			(unsigned long long)tcp->rx_bytes, (unsigned long long)tcp->tx_bytes,
+			(long long)rec.fig.alive, (unsigned long long)fails,
+			phases__current(&t->s.phases));
+		task_record_fini(&rec);
+	}
+	if (fclose(f) == 0)
+		send_text(fd, text, len);
+	free(text);
+}
+
 /* A new task's id and labels checked (else the answer says why): NULL, or the task. */
 static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **kv, int nkv)
 {
@@ -510,6 +570,8 @@ static bool on_request(struct daemon *d, int fd)
 		start_task(d, fd, f, nf);
 	} else if (!strcmp(f[0], "run")) {
 		kept = run_task(d, fd, f, nf);
+	} else if (!strcmp(f[0], "tasks") && nf == 1) {
+		list_tasks(d, fd);
 	} else if (!strcmp(f[0], "end") && nf == 2) {
 		struct dtask *t = find_task(d, f[1]);
 

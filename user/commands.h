@@ -55,7 +55,8 @@ extern const char list_usage[], show_usage[], hist_usage[], series_usage[], coun
 int cmd_doctor(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_task(int argc, char **argv);
-extern const char daemon_usage[], task_usage[];
+int cmd_top(int argc, char **argv);
+extern const char daemon_usage[], task_usage[], top_usage[];
 extern const char doctor_usage[];
 
 int cmd_phase(int argc, char **argv);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* End-to-end tests: the daemon, and cgroups that a worker starts and ends as tasks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <pty.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -906,4 +909,127 @@ TEST(TIER_E2E, series_keeps_a_spike_and_lists_events)
 	ASSERT_EQ(json_len(json_get(tu_parse_json(r.out), "events")), 3, "the CLI lists them too");
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
+
+/* top's line for task id in its plain output: its fields split on blanks, or 0. */
+static int top_fields(const char *out, const char *id, char f[11][32])
+{
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		char line[512];
+		int n;
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+		/* ID PHASE CORES MEM(2) READ(2) WRITE(2) RX(2) TX(2) PROCS FAIL AGE(2) */
+		n = sscanf(line,
+			   "%31s %31s %31s %*s %*s %31s %*s %31s %*s %31s %*s %31s %*s %31s %31s",
+			   f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]);
+		if (n == 9 && !strcmp(f[0], id))
+			return n;
+	}
+	return 0;
+}
+
+/*
+ * top through the daemon: a task burning one core shows about 1.00 cores (burn's own
+ * rate), its phase and its one failed exit; an idle one shows ~0 and none. On a
+ * terminal, q quits and so does Ctrl-C, with the terminal's mode given back.
+ */
+TEST(TIER_E2E, top_shows_the_daemons_running_tasks)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
+	char script[4200], f[11][32];
+	struct tu_result r;
+	pid_t d, busy, idle;
+
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	snprintf(script, sizeof(script), "echo BEGIN_PHASE build; sh -c 'exit 2'; exec %s 1 6000",
+		 tu_helper("burn"));
+	busy = spawn_run("busy", tu_tmp("busy.json"), NULL, script);
+	idle = spawn_run("idle", tu_tmp("idle.json"), NULL, "sleep 6");
+	usleep(1500000);
+	tu_tp(&r, 30, "top", "--once", NULL);
+	ASSERT_EQ(r.status, 0, "top --once");
+	ASSERT_TRUE(strstr(r.out, "2 running tasks (the daemon's)") != NULL, "two tasks, live");
+	ASSERT_TRUE(strstr(r.out, "\033[") == NULL, "plain lines: no terminal codes");
+	if (ASSERT_EQ(top_fields(r.out, "busy", f), 9, "busy's line")) {
+		ASSERT_STREQ(f[1], "build", "its phase");
+		ASSERT_NEAR(atof(f[2]), 1.0, 0.15, "one core, over the last second");
+		ASSERT_STREQ(f[8], "1", "its failed exit");
+	}
+	if (ASSERT_EQ(top_fields(r.out, "idle", f), 9, "idle's line")) {
+		ASSERT_STREQ(f[1], "-", "no phase");
+		ASSERT_LE(atof(f[2]) * 100, 5, "no CPU");
+		ASSERT_STREQ(f[8], "0", "no failure");
+		ASSERT_STREQ(f[7], "2", "two processes: sh and its sleep");
+	}
+	/* On a terminal: q, then Ctrl-C, each ends it at once with status 0. */
+	for (int k = 0; k < 2; k++) {
+		struct termios before, after;
+		char buf[8192];
+		size_t got = 0;
+		int m, st = -1;
+		pid_t top = forkpty(&m, NULL, NULL, NULL);
+
+		if (top == 0) {
+			execl(tu_bin(), tu_bin(), "top", (char *)NULL);
+			_exit(127);
+		}
+		if (!ASSERT_TRUE(top > 0, "top on a pseudo-terminal"))
+			break;
+		tu_track_pid(top);
+		tcgetattr(m, &before);
+		usleep(1300000);
+		ASSERT_EQ(write(m, k ? "\003" : "q", 1), 1, k ? "Ctrl-C" : "q");
+		fcntl(m, F_SETFL, O_NONBLOCK);
+		for (int i = 0; i < 200; i++) {
+			ssize_t n = read(m, buf + got, sizeof(buf) - 1 - got);
+			bool gone = waitpid(top, &st, WNOHANG) == top;
+
+			if (n > 0)
+				got += (size_t)n;
+			if (gone)
+				break;
+			usleep(10000);
+		}
+		buf[got] = '\0';
+		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0, "top ended, status 0");
+		ASSERT_TRUE(strstr(buf, "\033[H") && strstr(buf, "CORES"), "it drew the table");
+		tcgetattr(m, &after);
+		ASSERT_EQ(after.c_lflag & (ICANON | ECHO), before.c_lflag & (ICANON | ECHO),
+			  "the terminal's mode given back");
+		close(m);
+	}
+	ASSERT_EQ(wait_run(busy), 0, "busy's run");
+	ASSERT_EQ(wait_run(idle), 0, "idle's run");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
+
+/* With no daemon: the running tasks of embedded runs, from their last flushed sample. */
+TEST(TIER_E2E, top_reads_embedded_runs_from_the_database)
+{
+	const char *db = tu_tmp("e.db");
+	char db_opt[4200], script[4200], f[11][32];
+	struct tu_result r;
+	pid_t run;
+
+	snprintf(db_opt, sizeof(db_opt), "--db=%s", db);
+	snprintf(script, sizeof(script), "exec %s 1 8000", tu_helper("burn"));
+	run = spawn_run("emb", tu_tmp("emb.json"), db_opt, script);
+	/* The first series block is flushed 5 s into the task. */
+	usleep(6500000);
+	tu_tp(&r, 30, "top", "--once", "--db", db, NULL);
+	ASSERT_EQ(r.status, 0, "top --once --db");
+	ASSERT_TRUE(strstr(r.out, "1 running task (the database's last samples)") != NULL,
+		    "one task, from the database");
+	if (ASSERT_EQ(top_fields(r.out, "emb", f), 9, "its line"))
+		ASSERT_NEAR(atof(f[2]), 1.0, 0.15, "one core, its last sample");
+	ASSERT_EQ(wait_run(run), 0, "the run");
+	tu_tp(&r, 30, "top", "--once", "--db", db, NULL);
+	ASSERT_TRUE(strstr(r.out, "0 running tasks") != NULL, "none once it ended");
+	tu_tp(&r, 30, "top", "--bogus", NULL);
+	ASSERT_EQ(r.status, 2, "a bad option");
+	ASSERT_TRUE(strstr(r.err, "taskprobe: top: unknown option '--bogus'") != NULL, "one line");
 }
