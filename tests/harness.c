@@ -148,6 +148,8 @@ int main(int argc, char **argv)
 		setenv("TASKPROBE_DB", db, 0);
 		snprintf(db, sizeof(db), "%s/control.sock", dbdir);
 		setenv("TASKPROBE_CONTROL", db, 0);
+		/* A daemon pins nothing on the host's bpffs (nor mounts one); the pin test's own. */
+		setenv("TASKPROBE_PIN_DIR", "off", 0);
 	} else {
 		dbdir[0] = '\0';
 	}

@@ -16,7 +16,10 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/un.h>
 
 #include "api.h"
@@ -676,6 +679,34 @@ static void on_signalfd(struct loop *l, void *ctx, int fd, uint32_t events)
 	}
 }
 
+/*
+ * The maps and links pinned for bpftool and for after a crash (TASKPROBE_PIN_DIR, else
+ * the config's pin_dir); bpffs mounted at /sys/fs/bpf for the default one if need be.
+ * Not fatal: the daemon works without pins. The directory is "" when none.
+ */
+static void pin(struct daemon *d, char *dir, size_t len)
+{
+	const char *env = getenv("TASKPROBE_PIN_DIR");
+	const char *want = env && *env ? env : d->cfg.pin_dir;
+	struct statfs fs;
+	int err;
+
+	dir[0] = '\0';
+	if (!strcmp(want, "off"))
+		return;
+	if (!strcmp(want, TP_DEFAULT_PIN_DIR) &&
+	    (statfs("/sys/fs/bpf", &fs) || fs.f_type != BPF_FS_MAGIC) &&
+	    mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"))
+		tp_err("warning: cannot mount bpffs on /sys/fs/bpf: %s", strerror(errno));
+	err = collector__pin(d->c, want);
+	if (err) {
+		tp_err("warning: maps and links not pinned under %s: %s (is it on a bpffs?)", want,
+		       strerror(-err));
+		return;
+	}
+	snprintf(dir, len, "%s", want);
+}
+
 /* The control socket: 0660, root's and the config's group (db_group). */
 static int listen_on(struct daemon *d, const char *path)
 {
@@ -730,6 +761,7 @@ int cmd_daemon(int argc, char **argv)
 		{ 0 },
 	};
 	const char *db = NULL, *sock = NULL, *listen_at = NULL;
+	char pinned[PATH_MAX];
 	struct api *api = NULL;
 	struct collector_opts copts = { 0 };
 	struct daemon d = { .lfd = -1, .sfd = -1 };
@@ -823,8 +855,10 @@ int cmd_daemon(int argc, char **argv)
 		if (!api)
 			goto out;
 	}
-	fprintf(stderr, "taskprobe: daemon listening on %s%s%s\n", control_path(sock),
-		api ? ", HTTP on " : "", api ? listen_at : "");
+	pin(&d, pinned, sizeof(pinned));
+	fprintf(stderr, "taskprobe: daemon listening on %s%s%s%s%s\n", control_path(sock),
+		api ? ", HTTP on " : "", api ? listen_at : "",
+		pinned[0] ? ", BPF pinned under " : "", pinned);
 	if (loop__run(&d.loop))
 		goto out;
 	/* Stopped: what the tasks still tracked did so far is kept, said interrupted. */

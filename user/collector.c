@@ -123,7 +123,8 @@ struct collector {
 	struct lib_scan scans[MAX_SCANS];
 	int nscans;
 	__u64 lib_attach_errors;
-	struct slot *slots; /* max_tasks of them, one per slot of the per-task maps */
+	char pin_dir[PATH_MAX]; /* where the maps and links are pinned, or "" */
+	struct slot *slots;	/* max_tasks of them, one per slot of the per-task maps */
 	int max_tasks;
 	struct loop_handler ring_h;
 };
@@ -794,6 +795,109 @@ cleanup:
 	return NULL;
 }
 
+/* dir/maps/NAME and dir/links/PROGRAM: the pins of this collector's objects. */
+static int pin_path(char *buf, size_t len, const char *dir, const char *kind, const char *name)
+{
+	return (size_t)snprintf(buf, len, "%s/%s/%s", dir, kind, name) < len ? 0 : -ENAMETOOLONG;
+}
+
+/*
+ * DIR/SUB made, or emptied: what is there was pinned by a collector that died, and a
+ * link's programs stay attached until its pin goes (whatever its version named them).
+ */
+static int make_dir(const char *dir, const char *sub)
+{
+	char path[PATH_MAX], entry[PATH_MAX + 256];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (!sub || !(d = opendir(path)))
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(entry, sizeof(entry), "%s/%s", path, e->d_name);
+			unlink(entry);
+		}
+	closedir(d);
+	return 0;
+}
+
+/* Walks the pinnable objects: fn(c, kind, name, map or link, ctx) for each. */
+static int each_pinnable(struct collector *c,
+			 int (*fn)(const char *kind, const char *name, struct bpf_map *m,
+				   struct bpf_link *l, void *ctx),
+			 void *ctx)
+{
+	const struct bpf_object_skeleton *sk = c->skel->skeleton;
+	struct bpf_map *m;
+	int err = 0;
+
+	bpf_object__for_each_map(m, c->skel->obj) if (!bpf_map__is_internal(m) && !err) err =
+		fn("maps", bpf_map__name(m), m, NULL, ctx);
+	for (int i = 0; i < sk->prog_cnt && !err; i++)
+		if (*sk->progs[i].link)
+			err = fn("links", sk->progs[i].name, NULL, *sk->progs[i].link, ctx);
+	return err;
+}
+
+static int pin_one(const char *kind, const char *name, struct bpf_map *m, struct bpf_link *l,
+		   void *ctx)
+{
+	const char *dir = ctx;
+	char path[PATH_MAX];
+	int err = pin_path(path, sizeof(path), dir, kind, name);
+
+	if (err)
+		return err;
+	return m ? bpf_map__pin(m, path) : bpf_link__pin(l, path);
+}
+
+static int unpin_one(const char *kind, const char *name, struct bpf_map *m, struct bpf_link *l,
+		     void *ctx)
+{
+	(void)kind, (void)name, (void)ctx;
+	if (m)
+		bpf_map__unpin(m, NULL);
+	else if (bpf_link__pin_path(l))
+		bpf_link__unpin(l);
+	return 0;
+}
+
+int collector__pin(struct collector *c, const char *dir)
+{
+	int err = make_dir(dir, NULL);
+
+	if (!err)
+		err = make_dir(dir, "maps");
+	if (!err)
+		err = make_dir(dir, "links");
+	if (err)
+		return err;
+	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", dir);
+	err = each_pinnable(c, pin_one, (void *)dir);
+	if (err)
+		collector__unpin(c);
+	return err;
+}
+
+void collector__unpin(struct collector *c)
+{
+	char path[PATH_MAX];
+
+	if (!c->pin_dir[0] || !c->skel)
+		return;
+	each_pinnable(c, unpin_one, NULL);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", c->pin_dir, i ? "links" : "maps");
+		rmdir(path);
+	}
+	rmdir(c->pin_dir);
+	c->pin_dir[0] = '\0';
+}
+
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
@@ -862,6 +966,7 @@ void collector__free(struct collector *c)
 {
 	if (!c)
 		return;
+	collector__unpin(c);
 	ring_buffer__free(c->rb);
 	for (int i = 0; c->slots && i < c->max_tasks; i++)
 		slot_reset(&c->slots[i]);

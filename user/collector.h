@@ -73,6 +73,14 @@ int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void
 struct collector *collector__open(const struct collector_opts *opts);
 void collector__free(struct collector *c);
 
+/*
+ * Pins the maps at DIR/maps/NAME and the attached programs' links at DIR/links/NAME
+ * (DIR on a bpffs), replacing pins left by a collector that died; 0 or -errno.
+ * collector__free (and unpin) removes them.
+ */
+int collector__pin(struct collector *c, const char *dir);
+void collector__unpin(struct collector *c);
+
 struct notes;
 /* The slot's notable moments so far (times CLOCK_MONOTONIC); empty for a free slot. */
 const struct notes *collector__notes(const struct collector *c, int slot);

@@ -21,6 +21,7 @@ void config_defaults(struct config *c)
 	snprintf(c->listen, sizeof(c->listen), "%s", "127.0.0.1:9464");
 	c->max_db_mb = 1024;
 	c->max_tasks = TP_MAX_TASKS;
+	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", TP_DEFAULT_PIN_DIR);
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
 	http_ports_default(&c->http_ports);
@@ -97,6 +98,12 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 			       ? set_str(c->metrics_label, sizeof(c->metrics_label), val)
 			       : -EINVAL;
 	}
+	if (!strcmp(key, "pin_dir")) {
+		*why = "pin_dir takes an absolute path on a bpffs, or off";
+		return val[0] == '/' || !strcmp(val, "off")
+			       ? set_str(c->pin_dir, sizeof(c->pin_dir), val)
+			       : -EINVAL;
+	}
 	if (!strcmp(key, "db")) {
 		*why = "db takes an absolute path";
 		return val[0] == '/' ? set_str(c->db, sizeof(c->db), val) : -EINVAL;
@@ -139,7 +146,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return set_str(c->api_token, sizeof(c->api_token), val);
 	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir)";
 	return -EINVAL;
 }
 

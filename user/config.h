@@ -10,6 +10,7 @@
 
 #define TP_DEFAULT_CONFIG "/etc/taskprobe/taskprobe.conf"
 #define TP_DEFAULT_DB "/var/lib/taskprobe/taskprobe.db"
+#define TP_DEFAULT_PIN_DIR "/sys/fs/bpf/taskprobe"
 
 struct config {
 	char db[PATH_MAX];
@@ -26,6 +27,7 @@ struct config {
 	char api_token[257];	      /* required of every API request when set */
 	int max_tasks;		      /* the daemon's tasks at once (its BPF slot table) */
 	char metrics_label[64];	      /* a task label /metrics sums by too ("": none) */
+	char pin_dir[PATH_MAX];	      /* the daemon's BPF pins, on a bpffs, or "off" */
 };
 
 void config_defaults(struct config *c);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* End-to-end tests: the daemon, and cgroups that a worker starts and ends as tasks. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -15,6 +17,8 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "cgroup.h"
 #include "config.h"
@@ -1032,4 +1036,119 @@ TEST(TIER_E2E, top_reads_embedded_runs_from_the_database)
 	tu_tp(&r, 30, "top", "--bogus", NULL);
 	ASSERT_EQ(r.status, 2, "a bad option");
 	ASSERT_TRUE(strstr(r.err, "taskprobe: top: unknown option '--bogus'") != NULL, "one line");
+}
+
+/* The ids of the links pinned under dir/links, and how many; names checked by prog. */
+static int pinned_links(const char *dir, __u32 *ids, int max, int *named)
+{
+	char path[4200];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/links", dir);
+	*named = 0;
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && n < max) {
+		struct bpf_link_info li = { 0 };
+		struct bpf_prog_info pi = { 0 };
+		__u32 llen = sizeof(li), plen = sizeof(pi);
+		int fd, pfd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/links/%s", dir, e->d_name);
+		fd = bpf_obj_get(path);
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &li, &llen)) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		ids[n++] = li.id;
+		pfd = bpf_prog_get_fd_by_id(li.prog_id);
+		/* The kernel keeps 15 characters of a program's name. */
+		if (pfd >= 0 && !bpf_obj_get_info_by_fd(pfd, &pi, &plen) &&
+		    !strncmp(pi.name, e->d_name, sizeof(pi.name) - 1))
+			(*named)++;
+		if (pfd >= 0)
+			close(pfd);
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * The daemon pins its maps and attached programs' links under its pin directory (a
+ * bpffs of this test's own, in a mount namespace); SIGTERM removes them. A daemon
+ * killed outright leaves them, programs attached: the next one replaces them, and
+ * the old links are gone with their pins.
+ */
+TEST(TIER_E2E, daemon_pins_maps_and_links)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *fs = tu_tmp("bpffs");
+	char dir[4200], path[4300];
+	__u32 old_ids[256], ids[256];
+	int n_old, n, named;
+	pid_t d;
+
+	snprintf(dir, sizeof(dir), "%s/taskprobe", fs);
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mkdir(fs, 0700), "the bpffs mount point") ||
+	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own"))
+		return;
+	setenv("TASKPROBE_PIN_DIR", dir, 1);
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		goto out;
+	snprintf(path, sizeof(path), "%s/maps/cpu_stats", dir);
+	ASSERT_OK(access(path, F_OK), "the per-task CPU map is pinned");
+	snprintf(path, sizeof(path), "%s/maps/events", dir);
+	ASSERT_OK(access(path, F_OK), "the ring buffer is pinned");
+	n_old = pinned_links(dir, old_ids, 256, &named);
+	ASSERT_GE(n_old, 10, "the attached programs' links");
+	ASSERT_EQ(named, n_old, "each link's program by its pin's name");
+	snprintf(path, sizeof(path), "%s/links/tp_sched_switch", dir);
+	ASSERT_OK(access(path, F_OK), "sched_switch among them");
+	/* Killed outright: its pins stay, and its programs with them. */
+	kill(d, SIGKILL);
+	ASSERT_EQ(wait_exit(d), 128 + SIGKILL, "killed");
+	ASSERT_EQ(pinned_links(dir, ids, 256, &named), n_old, "its pins outlive it");
+	unlink(sock);
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "a new daemon listens"))
+		goto out;
+	n = pinned_links(dir, ids, 256, &named);
+	ASSERT_EQ(n, n_old, "its own pins, as many");
+	for (int i = 0; i < n_old; i++) {
+		int fd = bpf_link_get_fd_by_id(old_ids[i]);
+
+		CHECK(fd < 0, "the dead daemon's link %u is gone", old_ids[i]);
+		if (fd >= 0)
+			close(fd);
+	}
+	{
+		struct tu_result r;
+		char json[4200];
+
+		snprintf(json, sizeof(json), "%s", tu_tmp("p.json"));
+		tu_tp(&r, 60, "run", "--quiet", "--json", json, "--", "sh", "-c", "/bin/true",
+		      NULL);
+		ASSERT_EQ(tu_metric(tu_load_json(json), "proc.execs"), 2, "it counts as before");
+	}
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+	ASSERT_TRUE(access(dir, F_OK) != 0, "SIGTERM removed the pins and their directory");
+	for (int i = 0; i < n; i++) {
+		int fd = bpf_link_get_fd_by_id(ids[i]);
+
+		CHECK(fd < 0, "link %u detached", ids[i]);
+		if (fd >= 0)
+			close(fd);
+	}
+out:
+	umount2(fs, MNT_DETACH);
 }
