@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "cgroup.h"
+#include "collect.h"
 #include "collector.h"
 #include "commands.h"
 #include "config.h"
@@ -449,27 +450,28 @@ static bool run_task(struct daemon *d, int fd, char **f, int nf)
 	struct session_params p = { 0 };
 	struct ucred cred = { 0 };
 	socklen_t clen = sizeof(cred);
-	__u64 interval, grace, keep, argc;
+	__u64 interval, grace, keep, collect, argc;
 	struct dtask *t;
 
-	if (nf < 7 || tp_parse_u64(f[2], RUN_INTERVAL_MAX, &interval) ||
+	if (nf < 8 || tp_parse_u64(f[2], RUN_INTERVAL_MAX, &interval) ||
 	    interval < RUN_INTERVAL_MIN || tp_parse_u64(f[3], RUN_GRACE_MAX, &grace) ||
-	    tp_parse_u64(f[4], 1, &keep) || tp_parse_u64(f[6], (__u64)(nf - 7), &argc) || !argc) {
+	    tp_parse_u64(f[4], 1, &keep) || tp_parse_u64(f[5], COLLECT_ALL, &collect) ||
+	    tp_parse_u64(f[7], (__u64)(nf - 8), &argc) || !argc) {
 		answer(fd, "error\tmalformed run request");
 		return false;
 	}
-	t = new_task(d, fd, f[1], f + 7 + argc, nf - 7 - (int)argc);
+	t = new_task(d, fd, f[1], f + 8 + argc, nf - 8 - (int)argc);
 	if (!t)
 		return false;
 	t->argv = calloc(argc + 1, sizeof(char *));
 	t->in = malloc(RUN_IN_MAX);
-	if (!t->argv || !t->in || (f[5][0] && !(t->rules_text = strdup(control_unescape(f[5]))))) {
+	if (!t->argv || !t->in || (f[6][0] && !(t->rules_text = strdup(control_unescape(f[6]))))) {
 		answer(fd, "error\tout of memory");
 		drop_task(d, t);
 		return false;
 	}
 	for (t->argc = 0; t->argc < (int)argc; t->argc++) {
-		t->argv[t->argc] = strdup(control_unescape(f[7 + t->argc]));
+		t->argv[t->argc] = strdup(control_unescape(f[8 + t->argc]));
 		if (!t->argv[t->argc]) {
 			answer(fd, "error\tout of memory");
 			drop_task(d, t);
@@ -482,9 +484,10 @@ static bool run_task(struct daemon *d, int fd, char **f, int nf)
 	p.interval_ms = interval;
 	p.grace_s = grace;
 	p.keep_leftovers = keep;
+	p.collect = (unsigned)collect;
 	p.done_fn = on_run_done;
 	p.done_ctx = t;
-	if (open_session(d, t, fd, &p, nf - 7 - (int)argc)) {
+	if (open_session(d, t, fd, &p, nf - 8 - (int)argc)) {
 		drop_task(d, t);
 		return false;
 	}
@@ -656,6 +659,8 @@ static void reload(struct daemon *d)
 	}
 	if (needs_args && !d->capture_args)
 		tp_err("warning: exec rules read arguments only after a restart of the daemon");
+	if (cfg.collect != collector__collects(d->c))
+		tp_err("warning: collect takes effect at a restart of the daemon");
 	if (cfg.max_tasks != d->max_tasks)
 		tp_err("warning: max_tasks = %d takes effect at a restart of the daemon; %d until "
 		       "then",
@@ -809,6 +814,7 @@ int cmd_daemon(int argc, char **argv)
 	}
 	copts.capture_args = d.capture_args;
 	copts.max_tasks = d.max_tasks = d.cfg.max_tasks;
+	copts.collect = d.cfg.collect;
 	d.tasks = calloc((size_t)d.max_tasks, sizeof(*d.tasks));
 	if (!d.tasks) {
 		tp_err("out of memory for %d tasks", d.max_tasks);

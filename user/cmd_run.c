@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect.h"
 #include "commands.h"
 #include "config.h"
 #include "control.h"
@@ -52,6 +53,8 @@ const char run_usage[] =
 	"                    TASKPROBE_CONTROL; --db, --no-db, --config and TASKPROBE_DB\n"
 	"                    name a store or config of this run's own, and embed it too)\n"
 	"  --interval MS     series sampling interval, 100 to 60000 (default 1000)\n"
+	"  --collect LIST    collect only these: cpu,io,mem,net,http (default: all the\n"
+	"                    config's collect; the rest is neither loaded nor recorded)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  --perfherder      print a PERFHERDER_DATA line of the figures at the end\n"
 	"  --rules FILE      counting rules (output|exec NAME [anchor] REGEX per line)\n"
@@ -75,6 +78,7 @@ enum {
 	OPT_PERFHERDER,
 	OPT_RULES,
 	OPT_NO_DAEMON,
+	OPT_COLLECT,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -93,6 +97,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "perfherder", no_argument, NULL, OPT_PERFHERDER },
 		{ "rules", required_argument, NULL, OPT_RULES },
 		{ "no-daemon", no_argument, NULL, OPT_NO_DAEMON },
+		{ "collect", required_argument, NULL, OPT_COLLECT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -163,6 +168,12 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_CONFIG:
 			o->config_path = optarg;
+			break;
+		case OPT_COLLECT:
+			if (collect_parse(optarg, &o->collect, &why)) {
+				tp_err("run: invalid --collect '%.*s': %s", 64, optarg, why);
+				return -EINVAL;
+			}
 			break;
 		case OPT_PERFHERDER:
 			o->perfherder = true;
@@ -534,6 +545,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 		.rules_path = o->rules_path,
 		.root = root,
 		.interval_ms = o->interval_ms,
+		.collect = o->collect,
 		.grace_s = o->grace_s,
 		.keep_leftovers = o->keep_leftovers,
 		.done_fn = on_task_done,
@@ -558,6 +570,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 	/* argv is copied in BPF only when an exec rule will read it. */
 	copts.capture_args = session__needs_args(&st->s);
 	copts.max_tasks = 1; /* this run's task: one slot in the per-task maps */
+	copts.collect = cfg->collect & (o->collect ? o->collect : COLLECT_ALL);
 	st->c = collector__open(&copts);
 	if (!st->c) {
 		report_open_error(errno);

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "cgroup.h"
+#include "collect.h"
 #include "collector.h"
 #include "loop.h"
 #include "htab.h"
@@ -126,6 +127,7 @@ struct collector {
 	char pin_dir[PATH_MAX]; /* where the maps and links are pinned, or "" */
 	struct slot *slots;	/* max_tasks of them, one per slot of the per-task maps */
 	int max_tasks;
+	unsigned collect; /* collect.h */
 	struct loop_handler ring_h;
 };
 
@@ -527,7 +529,7 @@ static void attach_lib_multi(struct collector *c, enum lib_kind lib, const char 
 		size_t n = 0;
 		int fd;
 
-		if (probes[i].lib != lib || done[i])
+		if (probes[i].lib != lib || done[i] || bpf_program__fd(prog) < 0)
 			continue;
 		/* This probe and every later one of the same program and direction. */
 		for (size_t k = i; k < ARRAY_SIZE(probes); k++) {
@@ -583,7 +585,7 @@ static void attach_lib(struct collector *c, enum lib_kind lib, const char *path)
 			    .retprobe = probes[i].ret);
 		struct bpf_link *l;
 
-		if (probes[i].lib != lib)
+		if (probes[i].lib != lib || bpf_program__fd(probe_prog(c, &probes[i])) < 0)
 			continue;
 		l = bpf_program__attach_uprobe_opts(probe_prog(c, &probes[i]), -1, path, 0, &uo);
 		if (!l) {
@@ -694,6 +696,56 @@ static int size_slot_maps(struct collector *c)
 	return 0;
 }
 
+/* What is not collected is not loaded: its programs are neither verified nor attached. */
+static void drop_uncollected(struct collector *c)
+{
+	struct taskprobe_bpf *k = c->skel;
+	struct {
+		unsigned bit;
+		struct bpf_program *p;
+	} progs[] = {
+		{ COLLECT_CPU, k->progs.tp_sched_switch },
+		{ COLLECT_CPU, k->progs.tp_sched_wakeup },
+		{ COLLECT_CPU, k->progs.tp_sched_wakeup_new },
+		{ COLLECT_IO, k->progs.tp_block_bio_backmerge },
+		{ COLLECT_IO, k->progs.tp_block_bio_frontmerge },
+		{ COLLECT_IO, k->progs.tp_block_rq_merge },
+		{ COLLECT_IO, k->progs.tp_block_io_start },
+		{ COLLECT_IO, k->progs.tp_block_rq_issue },
+		{ COLLECT_IO, k->progs.tp_block_rq_complete },
+		{ COLLECT_MEM, k->progs.tp_rss_stat },
+		{ COLLECT_MEM, k->progs.tp_mark_victim },
+		{ COLLECT_NET, k->progs.tp_inet_sock_set_state },
+		{ COLLECT_NET, k->progs.tp_inet_sk_error_report },
+		{ COLLECT_NET, k->progs.tp_tcp_receive_reset },
+		{ COLLECT_NET, k->progs.tp_tcp_send_reset },
+		{ COLLECT_NET, k->progs.tp_tcp_retransmit_skb },
+		{ COLLECT_NET, k->progs.tp_getaddrinfo },
+		{ COLLECT_NET, k->progs.tp_getaddrinfo_ret },
+		/* the packets: DNS answers of any resolver (net), plaintext HTTP (http) */
+		{ COLLECT_NET, k->progs.tp_http_egress },
+		{ COLLECT_NET, k->progs.tp_http_ingress },
+		{ COLLECT_HTTP, k->progs.tp_sock_recv_length },
+		{ COLLECT_HTTP, k->progs.tp_ssl_write },
+		{ COLLECT_HTTP, k->progs.tp_ssl_read },
+		{ COLLECT_HTTP, k->progs.tp_ssl_read_ex },
+		{ COLLECT_HTTP, k->progs.tp_tls_read_ret },
+		{ COLLECT_HTTP, k->progs.tp_ssl_free },
+		{ COLLECT_HTTP, k->progs.tp_gnutls_send },
+		{ COLLECT_HTTP, k->progs.tp_gnutls_recv },
+		{ COLLECT_HTTP, k->progs.tp_gnutls_deinit },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++)
+		if (!(c->collect & progs[i].bit))
+			bpf_program__set_autoload(progs[i].p, false);
+}
+
+unsigned collector__collects(const struct collector *c)
+{
+	return c->collect;
+}
+
 /* Opens, configures and loads the skeleton; the uprobe programs for uprobe_multi. */
 static int load_skel(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes)
 {
@@ -711,6 +763,7 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 		return err;
 	k->rodata->wakeup_bytes = rb_bytes / 4;
 	k->rodata->capture_args = opts && opts->capture_args;
+	drop_uncollected(c);
 	if (kernel_stamps_queueing()) {
 		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
 		k->rodata->use_sched_info = true;
@@ -746,6 +799,7 @@ struct collector *collector__open(const struct collector_opts *opts)
 	if (!c)
 		return NULL;
 	c->max_tasks = opts && opts->max_tasks ? opts->max_tasks : TP_MAX_TASKS;
+	c->collect = opts && opts->collect ? opts->collect & COLLECT_ALL : COLLECT_ALL;
 	if (c->max_tasks < 1 || c->max_tasks > TP_MAX_TASKS_LIMIT) {
 		err = -EINVAL;
 		goto cleanup;
@@ -1039,8 +1093,11 @@ static void attach_skb(struct collector *c, struct slot *s, const char *path)
 {
 	struct bpf_program *progs[2] = { c->skel->progs.tp_http_egress,
 					 c->skel->progs.tp_http_ingress };
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 
+	if (!(c->collect & COLLECT_NET))
+		return;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	for (int i = 0; i < 2; i++) {

@@ -23,6 +23,8 @@ struct collector_opts {
 	bool capture_args;
 	/* Tasks tracked at once (slots), 1..TP_MAX_TASKS_LIMIT; 0 for TP_MAX_TASKS. */
 	int max_tasks;
+	/* What is collected (collect.h); 0 for everything. */
+	unsigned collect;
 };
 
 struct program_stat {
@@ -80,6 +82,9 @@ void collector__free(struct collector *c);
  */
 int collector__pin(struct collector *c, const char *dir);
 void collector__unpin(struct collector *c);
+
+/* What this collector collects (collect.h): its programs loaded and attached. */
+unsigned collector__collects(const struct collector *c);
 
 struct notes;
 /* The slot's notable moments so far (times CLOCK_MONOTONIC); empty for a free slot. */

@@ -27,7 +27,8 @@ struct run_opts {
 	const char *rules_path;
 	const char *config_path;
 	__u64 interval_ms;
-	char **argv; /* CMD [ARG...] */
+	unsigned collect; /* --collect (collect.h), 0: the config's */
+	char **argv;	  /* CMD [ARG...] */
 	int argc;
 };
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect.h"
 #include "config.h"
 #include "taskprobe.h"
 #include "util.h"
@@ -21,6 +22,7 @@ void config_defaults(struct config *c)
 	snprintf(c->listen, sizeof(c->listen), "%s", "127.0.0.1:9464");
 	c->max_db_mb = 1024;
 	c->max_tasks = TP_MAX_TASKS;
+	c->collect = COLLECT_ALL;
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", TP_DEFAULT_PIN_DIR);
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
@@ -98,6 +100,8 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 			       ? set_str(c->metrics_label, sizeof(c->metrics_label), val)
 			       : -EINVAL;
 	}
+	if (!strcmp(key, "collect"))
+		return collect_parse(val, &c->collect, why);
 	if (!strcmp(key, "pin_dir")) {
 		*why = "pin_dir takes an absolute path on a bpffs, or off";
 		return val[0] == '/' || !strcmp(val, "off")
@@ -146,7 +150,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return set_str(c->api_token, sizeof(c->api_token), val);
 	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir, collect)";
 	return -EINVAL;
 }
 

@@ -28,6 +28,7 @@ struct config {
 	int max_tasks;		      /* the daemon's tasks at once (its BPF slot table) */
 	char metrics_label[64];	      /* a task label /metrics sums by too ("": none) */
 	char pin_dir[PATH_MAX];	      /* the daemon's BPF pins, on a bpffs, or "off" */
+	unsigned collect;	      /* what the collector collects (collect.h) */
 };
 
 void config_defaults(struct config *c);

@@ -8,7 +8,7 @@
  *   start ID CGROUP [K=V ...]        ->  ok METRICS_SOCKET
  *   end ID                           ->  ok, then the JSON record until the close
  *   tasks                            ->  ok, then a line per running task (cmd_daemon.c)
- *   run ID INTERVAL_MS GRACE_S KEEP RULES ARGC ARG... [K=V ...]
+ *   run ID INTERVAL_MS GRACE_S KEEP COLLECT RULES ARGC ARG... [K=V ...]
  *                                    ->  ok CGROUP MEMCG METRICS_SOCKET
  *
  * After `run`'s "ok" the connection stays open for the task's life. `run` sends

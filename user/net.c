@@ -418,15 +418,19 @@ static void write_counters(struct jw *w, const char *prefix, const struct tp_net
 	}
 }
 
-void net_write_metrics(struct jw *w, const struct net_figures *nf)
+void net_write_metrics(struct jw *w, const struct net_figures *nf, bool net, bool http)
 {
 	char key[64];
 
+	if (!net)
+		return;
 	write_counters(w, "net.", &nf->tcp);
 	jw_ku64(w, "net.dns.lookups", nf->dns_lookups);
 	jw_ku64(w, "net.dns.failures", nf->dns_failures);
 	jw_ku64(w, "net.dns.queries", nf->dns_queries);
 	jw_ku64(w, "net.dns.query_failures", nf->dns_query_failures);
+	if (!http)
+		return;
 	jw_ku64(w, "http.requests", net_http_requests(nf));
 	jw_ku64(w, "http.failures", net_http_failures(nf, -1));
 	for (int k = 0; k < HTTP_FAIL_KINDS; k++) {

@@ -115,7 +115,7 @@ __u64 net_http_failures(const struct net_figures *nf, int kind /* -1: all */);
 bool net_any(const struct net_figures *nf);
 
 /* "net.*" and "http.*" members of the record's "metrics" object. */
-void net_write_metrics(struct jw *w, const struct net_figures *nf);
+void net_write_metrics(struct jw *w, const struct net_figures *nf, bool net, bool http);
 /* The "network" object: endpoints and HTTP hosts. */
 void net_write_json(struct jw *w, const struct net_figures *nf);
 int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net);

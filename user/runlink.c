@@ -53,8 +53,8 @@ static char *request(const struct run_opts *o, const char *rules, size_t *len)
 
 	if (!f)
 		return NULL;
-	fprintf(f, "run\t%s\t%llu\t%llu\t%d", o->id, (unsigned long long)o->interval_ms,
-		(unsigned long long)o->grace_s, o->keep_leftovers);
+	fprintf(f, "run\t%s\t%llu\t%llu\t%d\t%u", o->id, (unsigned long long)o->interval_ms,
+		(unsigned long long)o->grace_s, o->keep_leftovers, o->collect);
 	control_put_field(f, rules ? rules : "");
 	fprintf(f, "\t%d", o->argc);
 	for (int i = 0; i < o->argc; i++)

@@ -14,6 +14,7 @@
 #include "collector.h"
 #include "config.h"
 #include "hostinfo.h"
+#include "collect.h"
 #include "notes.h"
 #include "session.h"
 #include "store.h"
@@ -424,6 +425,7 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 		tp_err("cannot track cgroup %s: %s", s->cgroup, strerror(-s->slot));
 		return s->slot;
 	}
+	s->rec.collect = collector__collects(c) & (s->p.collect ? s->p.collect : COLLECT_ALL);
 	collector__on_exec(c, s->slot, on_exec, s);
 	if (!s->adopted)
 		s->cg_rel = s->cgroup + strlen(s->p.root);

@@ -44,7 +44,8 @@ struct session_params {
 	__u64 interval_ms;	 /* series sampling */
 	__u64 grace_s;		 /* leftovers' time before cgroup.kill */
 	bool keep_leftovers;
-	bool by_daemon; /* for the record: whose collector */
+	bool by_daemon;	  /* for the record: whose collector */
+	unsigned collect; /* what the task asks collected (collect.h), 0: all the collector does */
 	session_done_fn done_fn;
 	void *done_ctx;
 };

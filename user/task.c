@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "collect.h"
 #include "task.h"
 
 #define SUMMARY_WIDTH 80
@@ -172,6 +173,12 @@ static void print_end(FILE *f, const struct task_record *t)
 	fprintf(f, "  id         %s\n", tail_fit(id, SUMMARY_WIDTH - 14, t->id));
 	fprintf(f, "  collector  %s\n",
 		t->by_daemon ? "the host daemon's" : "embedded (no daemon was used)");
+	if (t->collect && (t->collect & COLLECT_ALL) != COLLECT_ALL) {
+		char what[64];
+
+		fprintf(f, "  collected  %s only (the rest was not measured)\n",
+			collect_format(t->collect, what, sizeof(what)));
+	}
 }
 
 static void print_leftovers(FILE *f, const struct task_record *t)
@@ -409,6 +416,12 @@ static void write_user_metrics(struct jw *w, const struct um_table *um)
 	jw_obj_end(w);
 }
 
+/* A figure of a category the collector did not collect is left out of the record. */
+static bool collected(const struct task_record *t, const char *name)
+{
+	return collect_has(t->collect ? t->collect : COLLECT_ALL, name, t->have_memory_peak);
+}
+
 static void write_metrics(struct jw *w, const struct task_record *t)
 {
 	const char *mem_src;
@@ -420,6 +433,8 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		const struct metric_desc *d = &metric_descs[i];
 		double v;
 
+		if (!collected(t, d->name))
+			continue;
 		if (d->fig_off >= 0)
 			jw_ku64(w, d->name, metric_fig(d, t));
 		else if (!metric_get(d, t, &v))
@@ -429,7 +444,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		else
 			jw_ku64(w, d->name, (__u64)v);
 	}
-	net_write_metrics(w, &t->net);
+	net_write_metrics(w, &t->net, collected(t, "net."), collected(t, "http."));
 	write_user_metric_values(w, t->um);
 	jw_obj_end(w);
 
@@ -457,7 +472,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 
 void task_write_json(struct jw *w, const struct task_record *t)
 {
-	char when[40];
+	char when[40], what[64];
 
 	jw_obj_begin(w);
 	jw_ku64(w, "schema", TASK_RECORD_SCHEMA);
@@ -550,8 +565,9 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
 	for (size_t i = 0; i < hist_descs_n; i++)
-		write_hist(w, hist_descs[i].name, hist_descs[i].at((struct task_record *)t),
-			   hist_descs[i].unit);
+		if (collected(t, hist_descs[i].name))
+			write_hist(w, hist_descs[i].name, hist_descs[i].at((struct task_record *)t),
+				   hist_descs[i].unit);
 	jw_obj_end(w);
 
 	jw_key(w, "collector");
@@ -561,6 +577,8 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_ku64(w, "lost_events_total", t->lost_total);
 	jw_ku64(w, "skipped_runs", t->skipped_runs);
 	jw_kstr(w, "mode", t->by_daemon ? "daemon" : "embedded");
+	jw_kstr(w, "collect",
+		collect_format(t->collect ? t->collect : COLLECT_ALL, what, sizeof(what)));
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
@@ -748,6 +766,13 @@ int task_from_json(struct task_record *t, const struct json *j)
 	t->lost_total = (__u64)json_num(json_get(j, "collector"), "lost_events_total");
 	t->skipped_runs = (__u64)json_num(json_get(j, "collector"), "skipped_runs");
 	t->by_daemon = !strcmp(json_str(json_get(j, "collector"), "mode"), "daemon");
+	{
+		const char *why;
+
+		/* Records from before collect: everything. */
+		if (collect_parse(json_str(json_get(j, "collector"), "collect"), &t->collect, &why))
+			t->collect = COLLECT_ALL;
+	}
 	t->exec_args_truncated = (__u64)json_num(j, "exec_args_truncated");
 	if (phases_from_json(t, json_get(j, "phases")) ||
 	    um_from_json(t, json_get(j, "user_metrics"), json_get(j, "metrics_socket")) ||

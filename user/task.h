@@ -85,6 +85,7 @@ struct task_record {
 	__u64 skipped_runs; /* BPF program runs the kernel skipped (recursion), host-wide */
 	bool by_daemon;	    /* the host daemon's collector, not one embedded in `run` */
 	struct notes notes; /* notable moments, times since the start; owned */
+	unsigned collect;   /* what was collected (collect.h); 0: everything */
 };
 
 /* mem.peak_bytes and where it came from. */

@@ -212,3 +212,53 @@ TEST(TIER_E2E, oom_kill_is_counted)
 	ASSERT_EQ(tu_events(rec, "failed_exit", "killed by signal 9"), 1, "its exit, listed");
 	ASSERT_EQ(json_len(json_get(rec, "events")), 2, "nothing else notable");
 }
+
+/*
+ * run --collect=cpu: the block, memory and network programs are not loaded (the
+ * kernel's own list of programs says so, read from inside the task), the record
+ * leaves their figures out and says what it collected, and what it did collect is
+ * as exact as ever: dd's 16 MiB of direct writes are not counted as block I/O.
+ */
+TEST(TIER_E2E, collect_narrows_what_is_loaded_and_recorded)
+{
+	const char *json = tu_tmp("c.json"), *json_all = tu_tmp("all.json");
+	char script[1024];
+	const struct json *rec, *all;
+	struct tu_result r;
+
+	snprintf(script, sizeof(script),
+		 "dd if=/dev/zero of=%s bs=1M count=16 oflag=direct status=none;"
+		 " echo block=$(bpftool prog show | grep -c 'name tp_block_io_sta');"
+		 " echo switch=$(bpftool prog show | grep -c 'name tp_sched_switc');"
+		 " echo tcp=$(bpftool prog show | grep -c 'name tp_inet_sock_se')",
+		 tu_tmp("data"));
+	tu_tp(&r, 120, "run", "--quiet", "--collect=cpu", "--json", json, "--", "sh", "-c", script,
+	      NULL);
+	ASSERT_EQ(r.status, 0, "run --collect=cpu");
+	ASSERT_TRUE(strstr(r.out, "block=0\n") != NULL, "no block program loaded");
+	ASSERT_TRUE(strstr(r.out, "tcp=0\n") != NULL, "no TCP program loaded");
+	ASSERT_TRUE(strstr(r.out, "switch=1\n") != NULL, "the scheduler's, once");
+	rec = tu_load_json(json);
+	ASSERT_STREQ(json_str(json_get(rec, "collector"), "collect"), "cpu", "the record says");
+	ASSERT_TRUE(!json_get(json_get(rec, "metrics"), "io.blk_write_bytes") &&
+			    !json_get(json_get(rec, "metrics"), "net.tcp.connect_attempts") &&
+			    !json_get(json_get(rec, "metrics"), "http.requests") &&
+			    !json_get(json_get(rec, "histograms"), "io.latency"),
+		    "what was not collected is not in the record");
+	/* sh, dd, and bpftool and grep three times */
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 8, "execs: exact still");
+	ASSERT_TRUE(json_get(json_get(rec, "histograms"), "cpu.runq_latency") != NULL,
+		    "the run-queue histogram, collected");
+	/* The same task with everything: the block program is there, once. */
+	tu_tp(&r, 120, "run", "--quiet", "--json", json_all, "--", "sh", "-c", script, NULL);
+	ASSERT_TRUE(strstr(r.out, "block=1\n") != NULL && strstr(r.out, "tcp=1\n") != NULL,
+		    "every program, by default");
+	all = tu_load_json(json_all);
+	ASSERT_EQ(tu_metric(all, "io.blk_write_bytes"), 16 * MIB, "and the block bytes, exact");
+	ASSERT_STREQ(json_str(json_get(all, "collector"), "collect"), "all", "all");
+	tu_tp(&r, 30, "run", "--collect=http", "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "http without net");
+	ASSERT_TRUE(strstr(r.err, "http needs net") != NULL, "says why");
+	tu_tp(&r, 30, "run", "--collect=cpu,,io", "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 125, "an empty name");
+}

@@ -104,7 +104,7 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	jw_obj_begin(&w);
 	jw_key(&w, "metrics");
 	jw_obj_begin(&w);
-	net_write_metrics(&w, &nf);
+	net_write_metrics(&w, &nf, true, true);
 	jw_obj_end(&w);
 	jw_key(&w, "network");
 	net_write_json(&w, &nf);

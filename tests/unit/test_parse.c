@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests: ids, labels, numbers and `run` option parsing (bad input gets one error). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "collect.h"
 #include "commands.h"
 #include "control.h"
 #include "harness.h"
@@ -143,10 +145,11 @@ TEST(TIER_UNIT, run_help_lists_every_option)
 /* STYLE: the README stays in step with the code (the tests run from the repository). */
 TEST(TIER_UNIT, readme_lists_every_run_option)
 {
-	static const char *const opts[] = { "--id",	"--label",	    "--json",
-					    "--grace",	"--keep-leftovers", "--quiet",
-					    "--db",	"--no-db",	    "--interval",
-					    "--config", "--perfherder" };
+	static const char *const opts[] = { "--id",	   "--label",	       "--json",
+					    "--grace",	   "--keep-leftovers", "--quiet",
+					    "--db",	   "--no-db",	       "--interval",
+					    "--config",	   "--perfherder",     "--collect",
+					    "--no-daemon", "--rules" };
 	static char readme[65536];
 
 	if (!ASSERT_TRUE(tp_read_file("README.md", readme, sizeof(readme)) > 0, "README.md"))
@@ -179,4 +182,31 @@ TEST(TIER_UNIT, control_field_round_trip)
 		free(buf);
 		buf = NULL;
 	}
+}
+
+/* collect lists: parsed, refused with a reason, and which figures each one gives. */
+TEST(TIER_UNIT, collect_lists)
+{
+	static const char *const bad[] = { "", "cpu,", ",cpu", "cpu,,io", "disk", "http", "CPU" };
+	const char *why;
+	unsigned m;
+	char buf[64];
+
+	ASSERT_OK(collect_parse("cpu,mem", &m, &why), "cpu,mem");
+	ASSERT_EQ(m, COLLECT_CPU | COLLECT_MEM, "its bits");
+	ASSERT_STREQ(collect_format(m, buf, sizeof(buf)), "cpu,mem", "written back");
+	ASSERT_OK(collect_parse("all", &m, &why), "all");
+	ASSERT_STREQ(collect_format(m, buf, sizeof(buf)), "all", "all");
+	ASSERT_OK(collect_parse("http,net,io,cpu,mem", &m, &why), "every one, any order");
+	ASSERT_EQ(m, COLLECT_ALL, "is all");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(collect_parse(bad[i], &m, &why) == -EINVAL, "refused: '%s'", bad[i]);
+	ASSERT_TRUE(!collect_has(COLLECT_CPU, "io.blk_read_bytes", false), "block bytes need io");
+	ASSERT_TRUE(collect_has(COLLECT_CPU, "io.read_bytes", false), "ioac needs no program");
+	ASSERT_TRUE(!collect_has(COLLECT_CPU, "mem.peak_bytes", false), "rss peak needs mem");
+	ASSERT_TRUE(collect_has(COLLECT_CPU, "mem.peak_bytes", true), "the cgroup's peak does not");
+	ASSERT_TRUE(!collect_has(COLLECT_NET, "http.requests", false), "http needs http");
+	ASSERT_TRUE(collect_has(COLLECT_NET, "net.tcp.connects", false), "net");
+	ASSERT_TRUE(!collect_has(COLLECT_IO, "cpu.runq_latency", false), "runq needs cpu");
+	ASSERT_TRUE(collect_has(COLLECT_IO, "proc.execs", false), "processes always");
 }

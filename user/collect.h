@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What a collector collects (config collect, run --collect): cpu (the scheduler
+ * programs: CPU time, run-queue latency), io (the block layer), mem (resident
+ * memory, OOM kills), net (TCP, DNS), http (TLS and plaintext HTTP; needs net).
+ * Processes (fork, exec, exit) and cgroups are always followed: they make the task.
+ * The programs of what is not collected are neither loaded nor attached, and a
+ * record leaves out the figures it did not collect.
+ */
+#ifndef TP_COLLECT_H
+#define TP_COLLECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum collect_bit {
+	COLLECT_CPU = 1 << 0,
+	COLLECT_IO = 1 << 1,
+	COLLECT_MEM = 1 << 2,
+	COLLECT_NET = 1 << 3,
+	COLLECT_HTTP = 1 << 4,
+	COLLECT_ALL = (1 << 5) - 1,
+};
+
+/* "cpu,io,mem,net,http" (any of them) or "all": 0 and *mask, or -EINVAL and *why. */
+int collect_parse(const char *s, unsigned *mask, const char **why);
+/* The names in mask, comma-separated, into buf ("all" for every one, "none"). */
+const char *collect_format(unsigned mask, char *buf, size_t len);
+/*
+ * Whether the figure name (a metric or a histogram of the record) is collected under
+ * mask; mem.peak_bytes read from the cgroup (mem_from_cgroup) needs no program.
+ */
+bool collect_has(unsigned mask, const char *name, bool mem_from_cgroup);
+
+#endif /* TP_COLLECT_H */
