@@ -54,6 +54,22 @@ const char daemon_usage[] =
 /* What a `run` client may have sent and not yet ended by a newline. */
 #define RUN_IN_MAX (OUTPUT_LINE_MAX + 64)
 
+/* Requests being read at once, and how long one may take to arrive whole. */
+#define PENDING_MAX 64
+#define CONTROL_READ_MS 2000
+
+struct daemon;
+
+/* A control connection whose request line is still coming. */
+struct pending {
+	struct daemon *d;
+	struct loop_handler h;
+	char *buf;
+	size_t len;
+	size_t cap;
+	__u64 deadline_ns;
+};
+
 /* A task of the daemon's: its session, and the strings its parameters point to. */
 struct dtask {
 	struct session s;
@@ -88,6 +104,8 @@ struct daemon {
 	int lfd;
 	int sfd;
 	struct loop_handler listen_h, sig_h;
+	struct pending *pending[PENDING_MAX];
+	int npending;
 	struct dtask **tasks; /* max_tasks of them: the collector's slot table */
 	int ntasks;
 	int max_tasks;
@@ -533,32 +551,13 @@ static void finish_runs(struct loop *l, void *ctx)
 }
 
 /* One request; true when its connection became a run's (kept open). */
-static bool on_request(struct daemon *d, int fd)
+/* One request line (its newline cut off): answered; true when fd is kept (a run's). */
+static bool on_request(struct daemon *d, int fd, char *line)
 {
-	static char line[CONTROL_LINE_MAX];
-	struct timeval tv = { .tv_sec = 2 };
-	char **f, *p = line, *nl;
-	size_t len = 0;
+	char **f, *p = line;
 	int nf = 0, max = 1;
 	bool kept = false;
 
-	/* One line: a client that does not send it in time is dropped. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	while (len < sizeof(line) - 1 && !memchr(line, '\n', len)) {
-		ssize_t n = read(fd, line + len, sizeof(line) - 1 - len);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	line[len] = '\0';
-	nl = strchr(line, '\n');
-	if (!nl) {
-		answer(fd, "error\tthe request is not one line of at most %d bytes",
-		       CONTROL_LINE_MAX - 1);
-		return false;
-	}
-	*nl = '\0';
 	for (const char *c = line; *c; c++)
 		max += *c == '\t';
 	f = malloc((size_t)max * sizeof(*f));
@@ -598,13 +597,116 @@ static bool on_request(struct daemon *d, int fd)
 	return kept;
 }
 
-static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
+static void pending_free(struct daemon *d, struct pending *pc, bool close_fd)
 {
-	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+	if (pc->h.fd >= 0)
+		loop__del(&d->loop, &pc->h);
+	for (int i = 0; i < d->npending; i++)
+		if (d->pending[i] == pc) {
+			d->pending[i] = d->pending[--d->npending];
+			break;
+		}
+	if (close_fd && pc->h.fd >= 0)
+		close(pc->h.fd);
+	free(pc->buf);
+	free(pc);
+}
+
+/* A connection's request, read as it arrives: the loop never waits for a client. */
+static void on_pending(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	struct pending *pc = ctx;
+	struct daemon *d = pc->d;
+	char *nl = NULL;
 
 	(void)l, (void)events;
-	if (c >= 0 && !on_request(ctx, c))
-		close(c);
+	for (;;) {
+		ssize_t n;
+
+		if (pc->len + 1 >= pc->cap) {
+			size_t cap = pc->cap ? pc->cap * 4 : 4096;
+			char *b;
+
+			if (pc->cap >= CONTROL_LINE_MAX) {
+				answer(fd, "error\tthe request is not one line of at most %d bytes",
+				       CONTROL_LINE_MAX - 1);
+				pending_free(d, pc, true);
+				return;
+			}
+			b = realloc(pc->buf, cap < CONTROL_LINE_MAX ? cap : CONTROL_LINE_MAX);
+			if (!b) {
+				pending_free(d, pc, true);
+				return;
+			}
+			pc->buf = b;
+			pc->cap = cap < CONTROL_LINE_MAX ? cap : CONTROL_LINE_MAX;
+		}
+		n = read(fd, pc->buf + pc->len, pc->cap - 1 - pc->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			pending_free(d, pc, true);
+			return;
+		}
+		nl = memchr(pc->buf + pc->len, '\n', (size_t)n);
+		pc->len += (size_t)n;
+		if (nl)
+			break;
+	}
+	*nl = '\0';
+	/* The request is whole: answered as before, on a blocking socket. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	loop__del(&d->loop, &pc->h);
+	pc->h.fd = -1;
+	if (!on_request(d, fd, pc->buf))
+		close(fd);
+	pending_free(d, pc, false);
+}
+
+/* Requests not whole within CONTROL_READ_MS are refused: the client is too slow. */
+static void expire_pending(struct loop *l, void *ctx, __u64 now)
+{
+	struct daemon *d = ctx;
+
+	(void)l;
+	for (int i = d->npending - 1; i >= 0; i--) {
+		struct pending *pc = d->pending[i];
+
+		if (now < pc->deadline_ns)
+			continue;
+		answer(pc->h.fd, "error\tno whole request line within %d ms", CONTROL_READ_MS);
+		pending_free(d, pc, true);
+	}
+}
+
+static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	struct daemon *d = ctx;
+	int c;
+
+	(void)events;
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct pending *pc = NULL;
+
+		if (d->npending < PENDING_MAX)
+			pc = calloc(1, sizeof(*pc));
+		if (!pc) {
+			answer(c, "error\tthe daemon is busy: too many requests at once");
+			close(c);
+			continue;
+		}
+		pc->d = d;
+		pc->h = (struct loop_handler){ c, EPOLLIN, on_pending, pc };
+		pc->deadline_ns = tp_now_ns() + CONTROL_READ_MS * 1000000ULL;
+		if (loop__add(l, &pc->h)) {
+			close(c);
+			free(pc);
+			continue;
+		}
+		d->pending[d->npending++] = pc;
+	}
 }
 
 /*
@@ -846,6 +948,8 @@ int cmd_daemon(int argc, char **argv)
 	d.listen_h = (struct loop_handler){ d.lfd, EPOLLIN, on_listen, &d };
 	d.sig_h = (struct loop_handler){ d.sfd, EPOLLIN, on_signalfd, &d };
 	d.loop.after_fn = finish_runs;
+	if (loop__on_tick(&d.loop, expire_pending, &d))
+		goto out;
 	d.loop.after_ctx = &d;
 	if (d.sfd < 0 || loop__add(&d.loop, &d.listen_h) || loop__add(&d.loop, &d.sig_h) ||
 	    collector__watch(d.c, &d.loop)) {
@@ -874,6 +978,8 @@ int cmd_daemon(int argc, char **argv)
 	err = 0;
 out:
 	api__close(api);
+	while (d.npending)
+		pending_free(&d, d.pending[0], true);
 	while (d.ntasks)
 		drop_task(&d, d.tasks[0]);
 	if (d.lfd >= 0) {

@@ -1152,3 +1152,71 @@ TEST(TIER_E2E, daemon_pins_maps_and_links)
 out:
 	umount2(fs, MNT_DETACH);
 }
+
+/* A connection to sock with a receive timeout of ms, or -1. */
+static int control_conn(const char *sock, int ms)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* What arrives on fd until it closes or times out. */
+static void read_all(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+}
+
+/*
+ * Clients that connect and send nothing do not hold the daemon: a request sent in two
+ * pieces beside them is answered at once, and the silent ones are told after 2 s.
+ */
+TEST(TIER_E2E, slow_control_clients_do_not_stall_the_daemon)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
+	int silent[3], fd;
+	char buf[4096];
+	pid_t d;
+
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	for (int i = 0; i < 3; i++)
+		silent[i] = control_conn(sock, 5000);
+	fd = control_conn(sock, 1000);
+	ASSERT_TRUE(fd >= 0 && silent[2] >= 0, "connected");
+	ASSERT_EQ(write(fd, "tas", 3), 3, "half a request");
+	usleep(200000);
+	ASSERT_EQ(write(fd, "ks\n", 3), 3, "its end");
+	/* Each silent client would have held a daemon that waits 2 s: 6 s in all. */
+	read_all(fd, buf, sizeof(buf));
+	ASSERT_STREQ(buf, "ok\n", "answered within a second, beside three silent clients");
+	close(fd);
+	for (int i = 0; i < 3; i++) {
+		read_all(silent[i], buf, sizeof(buf));
+		ASSERT_TRUE(strstr(buf, "error\tno whole request line within 2000 ms") != NULL,
+			    "a silent client is told, then closed");
+		close(silent[i]);
+	}
+	fd = control_conn(sock, 1000);
+	ASSERT_EQ(write(fd, "bogus\n", 6), 6, "an unknown request");
+	read_all(fd, buf, sizeof(buf));
+	ASSERT_STREQ(buf, "error\tunknown request 'bogus'\n", "refused in one line");
+	close(fd);
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
