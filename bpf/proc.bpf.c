@@ -12,8 +12,11 @@
  * an IPI, which cost microseconds on virtual machines (docs/PERFORMANCE.md).
  */
 const volatile __u64 wakeup_bytes = 0;
-/* Set by the loader when exec rules need argv (collector_opts.capture_args). */
-const volatile bool capture_args = false;
+/*
+ * Slots whose exec rules need argv (collector__capture_args): set and cleared while
+ * the collector runs, so that only those tasks' execs pay for the copy.
+ */
+__u8 capture_args[TP_MAX_TASKS_LIMIT];
 
 static __always_inline void tp_event_submit(void *e)
 {
@@ -104,7 +107,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 	e->args_len = 0;
 	e->args_flags = 0;
-	if (capture_args)
+	if (capture_args[slot & (TP_MAX_TASKS_LIMIT - 1)])
 		read_args(p, e);
 	tp_event_submit(e);
 	return 0;

@@ -110,7 +110,6 @@ struct daemon {
 	int ntasks;
 	int max_tasks;
 	int exit_code;
-	bool capture_args; /* the collector copies argv (an exec rule needed it at start) */
 	char *config_text; /* the config file as last loaded: new tasks' rules */
 };
 
@@ -713,7 +712,7 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
  * The config and its rules, checked, and the file's text for the tasks' rules (NULL
  * when there is no file): 0, or -EINVAL after the line saying what is wrong.
  */
-static int load_config(const char *path, struct config *cfg, bool *needs_args, char **text)
+static int load_config(const char *path, struct config *cfg, char **text)
 {
 	const char *file = path ? path : TP_DEFAULT_CONFIG;
 	struct session probe;
@@ -734,7 +733,6 @@ static int load_config(const char *path, struct config *cfg, bool *needs_args, c
 	}
 	err = session__init(&probe,
 			    &(struct session_params){ .config_path = path, .config_text = buf });
-	*needs_args = !err && session__needs_args(&probe);
 	session__fini(&probe);
 	if (err)
 		free(buf);
@@ -745,22 +743,19 @@ static int load_config(const char *path, struct config *cfg, bool *needs_args, c
 
 /*
  * SIGHUP: the config and its rules again, for tasks started from now on; a bad file
- * keeps the one in use (said in the log). What the collector loaded stays: a new exec
- * rule sees no arguments until the daemon restarts, if none needed them before.
+ * keeps the one in use (said in the log). What the collector loaded stays (collect,
+ * max_tasks); exec rules get arguments per task, whenever they come.
  */
 static void reload(struct daemon *d)
 {
 	struct config cfg;
-	bool needs_args;
 	char *text;
 
-	if (load_config(d->config_path, &cfg, &needs_args, &text)) {
+	if (load_config(d->config_path, &cfg, &text)) {
 		tp_err("reload: %s has errors; the config in use is kept",
 		       d->config_path ? d->config_path : TP_DEFAULT_CONFIG);
 		return;
 	}
-	if (needs_args && !d->capture_args)
-		tp_err("warning: exec rules read arguments only after a restart of the daemon");
 	if (cfg.collect != collector__collects(d->c))
 		tp_err("warning: collect takes effect at a restart of the daemon");
 	if (cfg.max_tasks != d->max_tasks)
@@ -906,7 +901,7 @@ int cmd_daemon(int argc, char **argv)
 		return 2;
 	}
 	/* The config and its rules, checked once: a bad line stops the daemon here. */
-	if (load_config(d.config_path, &d.cfg, &d.capture_args, &d.config_text))
+	if (load_config(d.config_path, &d.cfg, &d.config_text))
 		return 1;
 	if (cgroup2_mount(d.root, sizeof(d.root))) {
 		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
@@ -914,7 +909,6 @@ int cmd_daemon(int argc, char **argv)
 		free(d.config_text);
 		return 1;
 	}
-	copts.capture_args = d.capture_args;
 	copts.max_tasks = d.max_tasks = d.cfg.max_tasks;
 	copts.collect = d.cfg.collect;
 	d.tasks = calloc((size_t)d.max_tasks, sizeof(*d.tasks));

@@ -567,8 +567,6 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 	err = session__init(&st->s, &p);
 	if (err)
 		return err;
-	/* argv is copied in BPF only when an exec rule will read it. */
-	copts.capture_args = session__needs_args(&st->s);
 	copts.max_tasks = 1; /* this run's task: one slot in the per-task maps */
 	copts.collect = cfg->collect & (o->collect ? o->collect : COLLECT_ALL);
 	st->c = collector__open(&copts);

@@ -741,6 +741,14 @@ static void drop_uncollected(struct collector *c)
 			bpf_program__set_autoload(progs[i].p, false);
 }
 
+int collector__capture_args(struct collector *c, int slot, bool on)
+{
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+		return -EINVAL;
+	c->skel->bss->capture_args[slot] = on;
+	return 0;
+}
+
 unsigned collector__collects(const struct collector *c)
 {
 	return c->collect;
@@ -762,7 +770,6 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	if (err)
 		return err;
 	k->rodata->wakeup_bytes = rb_bytes / 4;
-	k->rodata->capture_args = opts && opts->capture_args;
 	drop_uncollected(c);
 	if (kernel_stamps_queueing()) {
 		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
@@ -1270,6 +1277,7 @@ int collector__untrack(struct collector *c, int slot)
 		return -EINVAL;
 	/* Threads still holding this slot (kept leftovers) stop counting at once. */
 	bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &free_gen, 0);
+	c->skel->bss->capture_args[slot] = 0;
 	/* Collect first: deleting while walking would restart the walk. */
 	for (;;) {
 		bool found = false;

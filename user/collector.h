@@ -19,8 +19,6 @@ struct collector;
 struct collector_opts {
 	/* Ring buffer size in bytes, a power of two >= the page size; 0 for the default. */
 	__u32 ringbuf_bytes;
-	/* Copy each exec's argv (256 bytes) into its event: ~700 ns an exec, for exec rules. */
-	bool capture_args;
 	/* Tasks tracked at once (slots), 1..TP_MAX_TASKS_LIMIT; 0 for TP_MAX_TASKS. */
 	int max_tasks;
 	/* What is collected (collect.h); 0 for everything. */
@@ -83,6 +81,11 @@ void collector__free(struct collector *c);
 int collector__pin(struct collector *c, const char *dir);
 void collector__unpin(struct collector *c);
 
+/*
+ * Copy each exec's argv (256 bytes) into its event, for the task in slot only (its
+ * exec rules read them: ~700 ns an exec); off again when it is untracked.
+ */
+int collector__capture_args(struct collector *c, int slot, bool on);
 /* What this collector collects (collect.h): its programs loaded and attached. */
 unsigned collector__collects(const struct collector *c);
 

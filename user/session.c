@@ -426,6 +426,9 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 		return s->slot;
 	}
 	s->rec.collect = collector__collects(c) & (s->p.collect ? s->p.collect : COLLECT_ALL);
+	/* argv is copied in BPF only for a task whose exec rules read it. */
+	if (session__needs_args(s))
+		collector__capture_args(c, s->slot, true);
 	collector__on_exec(c, s->slot, on_exec, s);
 	if (!s->adopted)
 		s->cg_rel = s->cgroup + strlen(s->p.root);

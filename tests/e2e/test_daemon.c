@@ -1220,3 +1220,34 @@ TEST(TIER_E2E, slow_control_clients_do_not_stall_the_daemon)
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }
+
+/*
+ * A run's own exec rules through a daemon whose config has none: the arguments are
+ * copied for that task from its start (per slot, switched at run time), so its rule
+ * counts exactly; a task beside it without rules has no such metric.
+ */
+TEST(TIER_E2E, a_runs_exec_rules_see_arguments_through_the_daemon)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *rules = tu_tmp("rules");
+	const char *j1 = tu_tmp("r1.json"), *j2 = tu_tmp("r2.json");
+	static const char script[] = "/bin/echo hello; /bin/echo hello there; /bin/echo bye";
+	char rules_opt[4200];
+	pid_t d, a, b;
+
+	tu_write_file(rules, "exec greetings ^/bin/echo hello\\b\n");
+	snprintf(rules_opt, sizeof(rules_opt), "--rules=%s", rules);
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	a = spawn_run("r1", j1, rules_opt, script);
+	b = spawn_run("r2", j2, NULL, script);
+	ASSERT_EQ(wait_run(a), 0, "the run with rules");
+	ASSERT_EQ(wait_run(b), 0, "the run without");
+	ASSERT_STREQ(json_str(json_get(tu_load_json(j1), "collector"), "mode"), "daemon",
+		     "held by the daemon");
+	ASSERT_EQ(tu_metric(tu_load_json(j1), "greetings"), 2, "its rule, on the arguments");
+	ASSERT_EQ(tu_metric(tu_load_json(j2), "greetings"), -1, "the other task has no rule");
+	ASSERT_EQ(tu_metric(tu_load_json(j2), "proc.execs"), 4, "its execs, exact");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
