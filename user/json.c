@@ -249,13 +249,19 @@ static size_t put_utf8(char *o, unsigned cp)
 	return 4;
 }
 
-/* The output is never longer than the escaped input, so one allocation suffices. */
+/*
+ * The output is never longer than the escaped input, so one allocation of the string's
+ * own length suffices (found first: not the rest of the text, which made a long
+ * document's parse allocate its length once per string).
+ */
 static int parse_string(struct parser *ps, char **out)
 {
-	const char *start = ++ps->p;
+	const char *start = ++ps->p, *q = start;
 	char *buf, *o;
 
-	buf = malloc((size_t)(ps->end - start) + 1);
+	while (q < ps->end && *q != '"')
+		q += *q == '\\' && q + 1 < ps->end ? 2 : 1;
+	buf = malloc((size_t)(q - start) + 1);
 	if (!buf)
 		return -ENOMEM;
 	o = buf;
