@@ -110,6 +110,7 @@ test: $(BIN) $(TESTBIN) $(HELPERS)
 		$(TESTBIN) $(TESTS)
 
 # Parsers under libFuzzer with ASan and UBSan, FUZZ_SECONDS each; crashes fail the build.
+# Seeds, where a target has them: tests/fuzz/corpus/TARGET (read, never written).
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
 FUZZ_FLAGS   := -g -O1 -std=gnu11 -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' -Iinclude -Iuser \
@@ -124,7 +125,10 @@ fuzz: $(FUZZ_TARGETS)
 	$(Q)for t in $(FUZZ_TARGETS); do \
 		mkdir -p build/fuzz/corpus-$$(basename $$t); \
 		$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
-			build/fuzz/corpus-$$(basename $$t) 2>build/fuzz/$$(basename $$t).log \
+			build/fuzz/corpus-$$(basename $$t) \
+			$$(test -d tests/fuzz/corpus/$$(basename $$t) && \
+			   echo tests/fuzz/corpus/$$(basename $$t)) \
+			2>build/fuzz/$$(basename $$t).log \
 			|| { tail -40 build/fuzz/$$(basename $$t).log; exit 1; }; \
 		printf '  %-8s %s: %s\n' FUZZ $$(basename $$t) \
 			"$$(grep -o 'Done [0-9]* runs' build/fuzz/$$(basename $$t).log)"; \

@@ -29,6 +29,20 @@ struct api {
 	char token[257];
 };
 
+/* A GET request as the routes see it, whatever carried it: its query's arguments. */
+struct api_req {
+	const char *(*arg)(void *ctx, const char *key); /* the first value of key, or NULL */
+	/* fn(fctx, value) for each value of key in order, until it returns false */
+	void (*each)(void *ctx, const char *key, bool (*fn)(void *fctx, const char *value),
+		     void *fctx);
+	void *ctx;
+};
+
+static const char *arg(const struct api_req *rq, const char *key)
+{
+	return rq->arg(rq->ctx, key);
+}
+
 /* An answer being built: JSON into memory, then its status. */
 struct answer {
 	char *buf;
@@ -104,33 +118,28 @@ struct params {
 	int bad_label;
 };
 
-static enum MHD_Result collect_label(void *ctx, enum MHD_ValueKind kind, const char *key,
-				     const char *value)
+static bool collect_label(void *ctx, const char *value)
 {
 	struct params *p = ctx;
 	const char *why;
 	int i = p->f.nlabels;
 
-	(void)kind;
-	if (strcmp(key, "label"))
-		return MHD_YES;
 	if (i >= API_LABELS_MAX || !value || strlen(value) >= sizeof(p->kv[0])) {
 		p->bad_label = 1;
-		return MHD_NO;
+		return false;
 	}
 	snprintf(p->kv[i], sizeof(p->kv[0]), "%s", value);
 	if (tp_parse_label(p->kv[i], &p->labels[i].key, &p->labels[i].val, &why)) {
 		p->bad_label = 1;
-		return MHD_NO;
+		return false;
 	}
 	p->f.nlabels++;
-	return MHD_YES;
+	return true;
 }
 
-static bool parse_filters(struct MHD_Connection *conn, struct answer *a, struct params *p)
+static bool parse_filters(const struct api_req *rq, struct answer *a, struct params *p)
 {
-	const char *since = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
-	const char *status = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "status");
+	const char *since = arg(rq, "since"), *status = arg(rq, "status");
 	static const char *const statuses[] = { "running", "exited",	 "signaled",
 						"lost",	   "not_found",	 "exec_failed",
 						"ended",   "interrupted" };
@@ -146,7 +155,7 @@ static bool parse_filters(struct MHD_Connection *conn, struct answer *a, struct 
 		}
 		p->f.since_ns = (__s64)(tp_realtime_ns() - ns);
 	}
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_label, p);
+	rq->each(rq->ctx, "label", collect_label, p);
 	if (p->bad_label) {
 		fail(a, MHD_HTTP_BAD_REQUEST, "invalid label: K=V, at most %d", API_LABELS_MAX);
 		return false;
@@ -171,13 +180,13 @@ static int list_row(void *ctx, const struct store_task_row *r)
 	return 0;
 }
 
-static void get_tasks(struct api *api, struct MHD_Connection *conn, struct answer *a)
+static void get_tasks(struct api *api, const struct api_req *rq, struct answer *a)
 {
-	const char *limit = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit");
+	const char *limit = arg(rq, "limit");
 	struct params p;
 	__u64 n = 50;
 
-	if (!parse_filters(conn, a, &p))
+	if (!parse_filters(rq, a, &p))
 		return;
 	if (limit && (tp_parse_u64(limit, 1000000, &n) || !n)) {
 		fail(a, MHD_HTTP_BAD_REQUEST, "invalid limit '%.32s': 1 to 1000000", limit);
@@ -265,10 +274,9 @@ static struct json *live_json(struct api *api, const char *id)
 }
 
 /* Every series of a task at N buckets over its life, with its phases: 10 <= N <= 5000. */
-static void get_series(struct api *api, struct MHD_Connection *conn, const char *id,
-		       struct answer *a)
+static void get_series(struct api *api, const struct api_req *rq, const char *id, struct answer *a)
 {
-	const char *points = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "points");
+	const char *points = arg(rq, "points");
 	struct series_point *pts = NULL;
 	struct series_bucket *bk = NULL;
 	struct json *rec = NULL;
@@ -312,11 +320,9 @@ static int count_row(void *ctx, const struct store_count_row *r)
 	return 0;
 }
 
-static void get_count(struct api *api, struct MHD_Connection *conn, struct answer *a)
+static void get_count(struct api *api, const struct api_req *rq, struct answer *a)
 {
-	const char *metric = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "metric");
-	const char *by = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "by");
-	const char *host = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "host");
+	const char *metric = arg(rq, "metric"), *by = arg(rq, "by"), *host = arg(rq, "host");
 	struct count_out co = { &a->w, 0, 0 };
 	struct params p;
 	int has;
@@ -330,7 +336,7 @@ static void get_count(struct api *api, struct MHD_Connection *conn, struct answe
 		fail(a, MHD_HTTP_BAD_REQUEST, "invalid host glob");
 		return;
 	}
-	if (!parse_filters(conn, a, &p))
+	if (!parse_filters(rq, a, &p))
 		return;
 	has = store__has_metric(api->store, metric);
 	if (has <= 0) {
@@ -532,54 +538,160 @@ static bool authorized(const struct api *api, struct MHD_Connection *conn)
 	return !diff;
 }
 
-static enum MHD_Result on_request(void *ctx, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_len, void **state)
+/* Every GET route: the answer a, whatever carried the request. */
+static void route(struct api *api, const char *url, const struct api_req *rq, struct answer *a)
 {
-	struct api *api = ctx;
-	struct answer a;
-	const char *rest;
-
-	(void)version, (void)upload, (void)upload_len, (void)state;
-	if (answer_begin(&a))
-		return MHD_NO;
-	if (!authorized(api, conn)) {
-		fail(&a, MHD_HTTP_UNAUTHORIZED, "a bearer token is required (api_token)");
-	} else if (strcmp(method, "GET")) {
-		fail(&a, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
-	} else if (!strcmp(url, "/healthz")) {
-		jw_obj_begin(&a.w);
-		jw_kstr(&a.w, "status", "ok");
-		jw_obj_end(&a.w);
+	if (!strcmp(url, "/healthz")) {
+		jw_obj_begin(&a->w);
+		jw_kstr(&a->w, "status", "ok");
+		jw_obj_end(&a->w);
 	} else if (!strcmp(url, "/metrics")) {
-		get_metrics(api, &a);
+		get_metrics(api, a);
 	} else if (!strcmp(url, "/api/v1/tasks")) {
-		get_tasks(api, conn, &a);
+		get_tasks(api, rq, a);
 	} else if (!strcmp(url, "/api/v1/count")) {
-		get_count(api, conn, &a);
+		get_count(api, rq, a);
 	} else if (!strncmp(url, "/api/v1/tasks/", 14)) {
+		const char *rest = url + 14, *slash = strchr(rest, '/');
+		size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
 		char id[TP_ID_MAX + 2];
-		const char *slash;
-		size_t n;
 
-		rest = url + 14;
-		slash = strchr(rest, '/');
-		n = slash ? (size_t)(slash - rest) : strlen(rest);
 		if (n >= sizeof(id) ||
 		    (slash && strcmp(slash, "/histograms") && strcmp(slash, "/series"))) {
-			fail(&a, MHD_HTTP_NOT_FOUND, "no such resource");
+			fail(a, MHD_HTTP_NOT_FOUND, "no such resource");
 		} else {
 			memcpy(id, rest, n);
 			id[n] = '\0';
 			if (slash && !strcmp(slash, "/series"))
-				get_series(api, conn, id, &a);
+				get_series(api, rq, id, a);
 			else
-				get_task(api, id, slash != NULL, &a);
+				get_task(api, id, slash != NULL, a);
 		}
 	} else {
-		fail(&a, MHD_HTTP_NOT_FOUND, "no such resource");
+		fail(a, MHD_HTTP_NOT_FOUND, "no such resource");
 	}
+}
+
+static const char *mhd_arg(void *ctx, const char *key)
+{
+	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
+}
+
+struct mhd_each {
+	const char *key;
+	bool (*fn)(void *fctx, const char *value);
+	void *fctx;
+};
+
+static enum MHD_Result mhd_each_value(void *ctx, enum MHD_ValueKind kind, const char *key,
+				      const char *value)
+{
+	struct mhd_each *e = ctx;
+
+	(void)kind;
+	if (strcmp(key, e->key))
+		return MHD_YES;
+	return e->fn(e->fctx, value) ? MHD_YES : MHD_NO;
+}
+
+static void mhd_each(void *ctx, const char *key, bool (*fn)(void *fctx, const char *value),
+		     void *fctx)
+{
+	struct mhd_each e = { key, fn, fctx };
+
+	MHD_get_connection_values(ctx, MHD_GET_ARGUMENT_KIND, mhd_each_value, &e);
+}
+
+static enum MHD_Result on_request(void *ctx, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_len, void **state)
+{
+	struct api_req rq = { mhd_arg, mhd_each, conn };
+	struct api *api = ctx;
+	struct answer a;
+
+	(void)version, (void)upload, (void)upload_len, (void)state;
+	if (answer_begin(&a))
+		return MHD_NO;
+	if (!authorized(api, conn))
+		fail(&a, MHD_HTTP_UNAUTHORIZED, "a bearer token is required (api_token)");
+	else if (strcmp(method, "GET"))
+		fail(&a, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
+	else
+		route(api, url, &rq, &a);
 	return send_answer(conn, &a);
+}
+
+/* A request's query, "k=v&k=v" already decoded (tests, the fuzzer): its arguments. */
+struct query_args {
+	char *k[64], *v[64];
+	int n;
+};
+
+static const char *query_arg(void *ctx, const char *key)
+{
+	struct query_args *q = ctx;
+
+	for (int i = 0; i < q->n; i++)
+		if (!strcmp(q->k[i], key))
+			return q->v[i];
+	return NULL;
+}
+
+static void query_each(void *ctx, const char *key, bool (*fn)(void *fctx, const char *value),
+		       void *fctx)
+{
+	struct query_args *q = ctx;
+
+	for (int i = 0; i < q->n; i++)
+		if (!strcmp(q->k[i], key) && !fn(fctx, q->v[i]))
+			return;
+}
+
+unsigned api__answer(struct api *api, const char *url, const char *query, char **body, size_t *len)
+{
+	struct query_args q = { .n = 0 };
+	struct api_req rq = { query_arg, query_each, &q };
+	char *copy = strdup(query ? query : "");
+	struct answer a;
+
+	*body = NULL;
+	*len = 0;
+	if (!copy || answer_begin(&a)) {
+		free(copy);
+		return 500;
+	}
+	for (char *p = copy; *p && q.n < 64;) {
+		char *amp = strchr(p, '&'), *eq;
+
+		if (amp)
+			*amp = '\0';
+		eq = strchr(p, '=');
+		if (eq)
+			*eq++ = '\0';
+		q.k[q.n] = p;
+		q.v[q.n++] = eq ? eq : "";
+		if (!amp)
+			break;
+		p = amp + 1;
+	}
+	route(api, url, &rq, &a);
+	free(copy);
+	fclose(a.f);
+	*body = a.buf;
+	*len = a.len;
+	return a.status;
+}
+
+struct api *api__offline(const struct api_source *src)
+{
+	struct api *api = calloc(1, sizeof(*api));
+
+	if (api) {
+		api->src = *src;
+		api->store = src->store;
+	}
+	return api;
 }
 
 static void on_ready(struct loop *l, void *ctx, int fd, uint32_t events)

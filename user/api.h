@@ -37,5 +37,11 @@ struct api_source {
 struct api *api__open(const char *listen, const char *token, const struct api_source *src,
 		      struct loop *l);
 void api__close(struct api *a);
+/*
+ * The routes without a server (tests and the fuzzer): an api over src, and the answer
+ * to GET url?query (query decoded, "k=v&k=v"): its HTTP status, its body malloc'd.
+ */
+struct api *api__offline(const struct api_source *src);
+unsigned api__answer(struct api *api, const char *url, const char *query, char **body, size_t *len);
 
 #endif /* TP_API_H */
