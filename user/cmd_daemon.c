@@ -924,6 +924,8 @@ int cmd_daemon(int argc, char **argv)
 		free(d.config_text);
 		return 1;
 	}
+	/* Before the socket answers: a client that finds the daemon finds its pins. */
+	pin(&d, pinned, sizeof(pinned));
 	err = 1;
 	db = db							 ? db
 	     : getenv("TASKPROBE_DB") && *getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB")
@@ -959,7 +961,6 @@ int cmd_daemon(int argc, char **argv)
 		if (!api)
 			goto out;
 	}
-	pin(&d, pinned, sizeof(pinned));
 	fprintf(stderr, "taskprobe: daemon listening on %s%s%s%s%s\n", control_path(sock),
 		api ? ", HTTP on " : "", api ? listen_at : "",
 		pinned[0] ? ", BPF pinned under " : "", pinned);
