@@ -18,7 +18,62 @@ void rules__fini(struct rules *rs)
 	for (int i = 0; i < rs->n; i++)
 		pcre2_code_free(rs->r[i].re);
 	pcre2_match_data_free(rs->md);
+	free(rs->r);
+	free(rs->anchors);
 	memset(rs, 0, sizeof(*rs));
+}
+
+/* Room for one more rule at r[n], zeroed; -EINVAL past RULES_MAX, -ENOMEM. */
+static int room(struct rules *rs)
+{
+	if (rs->n >= RULES_MAX)
+		return -EINVAL;
+	if (rs->n == rs->cap) {
+		int cap = rs->cap ? rs->cap * 2 : 8;
+		struct rule *r = realloc(rs->r, (size_t)cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		rs->r = r;
+		rs->cap = cap;
+	}
+	memset(&rs->r[rs->n], 0, sizeof(rs->r[0]));
+	return 0;
+}
+
+struct rule *rules__named(struct rules *rs, const char *name, int *index)
+{
+	int i = 0;
+
+	while (i < rs->n && strcmp(rs->r[i].name, name))
+		i++;
+	if (i == rs->n) {
+		if (room(rs))
+			return NULL;
+		snprintf(rs->r[rs->n++].name, sizeof(rs->r[0].name), "%s", name);
+	}
+	*index = i;
+	return &rs->r[i];
+}
+
+void rules__anchor(struct rules *rs, int rule, __u64 line)
+{
+	if (rs->nanchors == rs->cap_anchors && rs->cap_anchors < ANCHORS_MAX) {
+		int cap = rs->cap_anchors ? rs->cap_anchors * 4 : 16;
+		struct anchor *a;
+
+		cap = cap < ANCHORS_MAX ? cap : ANCHORS_MAX;
+		a = realloc(rs->anchors, (size_t)cap * sizeof(*a));
+		if (a) {
+			rs->anchors = a;
+			rs->cap_anchors = cap;
+		}
+	}
+	if (rs->nanchors >= rs->cap_anchors) {
+		rs->anchors_dropped++;
+		return;
+	}
+	rs->anchors[rs->nanchors++] = (struct anchor){ rule, line };
 }
 
 bool rules__has(const struct rules *rs, enum rule_where where)
@@ -74,12 +129,15 @@ int rules__add(struct rules *rs, const char *file, int lineno, const char *line)
 	struct rule *r;
 	int n = 0;
 
-	if (rs->n >= RULES_MAX) {
-		tp_err("%s:%d: more than %d rules", file, lineno, RULES_MAX);
-		return -EINVAL;
+	n = room(rs);
+	if (n) {
+		if (n == -ENOMEM)
+			tp_err("%s:%d: out of memory", file, lineno);
+		else
+			tp_err("%s:%d: more than %d rules", file, lineno, RULES_MAX);
+		return n;
 	}
 	r = &rs->r[rs->n];
-	memset(r, 0, sizeof(*r));
 	if (sscanf(p, "%15s %n", where, &n) != 1 || !n) {
 		tp_err("%s:%d: expected 'output|exec NAME [anchor] REGEX'", file, lineno);
 		return -EINVAL;
@@ -278,14 +336,8 @@ static void match(struct rules *rs, enum rule_where where, const char *s, size_t
 			continue;
 		}
 		count_match(r, rs->md, s, um);
-		if (r->anchor && where == RULE_OUTPUT) {
-			if (rs->nanchors < ANCHORS_MAX) {
-				rs->anchors[rs->nanchors].rule = i;
-				rs->anchors[rs->nanchors++].line = rs->lines;
-			} else {
-				rs->anchors_dropped++;
-			}
-		}
+		if (r->anchor && where == RULE_OUTPUT)
+			rules__anchor(rs, i, rs->lines);
 	}
 }
 

@@ -41,12 +41,15 @@ struct anchor {
 	__u64 line;
 };
 
+/* Both tables grow as rules and anchors come: most tasks have few or none. */
 struct rules {
-	struct rule r[RULES_MAX];
+	struct rule *r; /* n of them, room for cap (at most RULES_MAX) */
 	int n;
+	int cap;
 	pcre2_match_data *md;
-	struct anchor anchors[ANCHORS_MAX];
+	struct anchor *anchors; /* nanchors, room for cap_anchors (at most ANCHORS_MAX) */
 	int nanchors;
+	int cap_anchors;
 	__u64 anchors_dropped;
 	__u64 lines;
 	rules_phase_fn phase_fn;
@@ -66,6 +69,10 @@ int rules__parse(struct rules *rs, const char *path, char *text, bool section);
 /* After the last rules__add: the match data all rules share. */
 int rules__finish(struct rules *rs);
 void rules__fini(struct rules *rs);
+/* The rule named name (its regex NULL when made here, for a record read back), or NULL. */
+struct rule *rules__named(struct rules *rs, const char *name, int *index);
+/* An anchor: rule matched at line; past ANCHORS_MAX (or memory) it is counted dropped. */
+void rules__anchor(struct rules *rs, int rule, __u64 line);
 /* Is there a rule of this kind? */
 bool rules__has(const struct rules *rs, enum rule_where where);
 /* One output line (the task's lines are numbered from 1 as they are read). */

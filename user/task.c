@@ -114,6 +114,8 @@ void task_record_fini(struct task_record *t)
 		t->um_owned = NULL;
 		t->um = NULL;
 	}
+	if (t->rules_owned)
+		rules__fini(t->rules_owned);
 	free(t->rules_owned);
 	t->rules_owned = NULL;
 	notes__fini(&t->notes);
@@ -688,18 +690,11 @@ static int anchors_from_json(struct task_record *t, const struct json *arr)
 	t->rules = rs;
 	for (size_t i = 0; i < n && rs->nanchors < ANCHORS_MAX; i++) {
 		const struct json *e = json_at(arr, i);
-		const char *name = json_str(e, "rule");
-		int r = 0;
+		int r;
 
-		while (r < rs->n && strcmp(rs->r[r].name, name))
-			r++;
-		if (r == rs->n) {
-			if (rs->n == RULES_MAX)
-				break;
-			snprintf(rs->r[rs->n++].name, sizeof(rs->r[0].name), "%s", name);
-		}
-		rs->anchors[rs->nanchors].rule = r;
-		rs->anchors[rs->nanchors++].line = (__u64)json_num(e, "line");
+		if (!rules__named(rs, json_str(e, "rule"), &r))
+			break;
+		rules__anchor(rs, r, (__u64)json_num(e, "line"));
 	}
 	return 0;
 }

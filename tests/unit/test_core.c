@@ -288,6 +288,7 @@ static void full_record(struct task_record *t, char **argv, int argc, struct pha
 	struct phase_snap a = { .t_ns = 1000000, .cpu_ns = 5 },
 			  b = { .t_ns = 9000000, .cpu_ns = 77 };
 	__u64 *u = (__u64 *)&t->fig;
+	int r0 = 0, r1 = 0;
 
 	fake_record(t, argv, argc);
 	/* Each figure its own value: a field read into its neighbour cannot pass. */
@@ -347,13 +348,11 @@ static void full_record(struct task_record *t, char **argv, int argc, struct pha
 	um->rejected[UM_BAD_TYPE] = 2;
 	t->um = um;
 	rules__init(rs);
-	snprintf(rs->r[0].name, sizeof(rs->r[0].name), "compile_error");
-	snprintf(rs->r[1].name, sizeof(rs->r[1].name), "link_error");
-	rs->n = 2;
-	rs->anchors[0] = (struct anchor){ 1, 42 };
-	rs->anchors[1] = (struct anchor){ 0, 99 };
-	rs->anchors[2] = (struct anchor){ 1, 100 };
-	rs->nanchors = 3;
+	rules__named(rs, "compile_error", &r0);
+	rules__named(rs, "link_error", &r1);
+	rules__anchor(rs, r1, 42);
+	rules__anchor(rs, r0, 99);
+	rules__anchor(rs, r1, 100);
 	t->rules = rs;
 }
 
@@ -415,6 +414,7 @@ out:
 	task_record_fini(&t);
 	phases__fini(&ph);
 	um_table__fini(&um);
+	rules__fini(&rs);
 }
 
 /* Every built-in metric and histogram has its line in the record's documentation. */
