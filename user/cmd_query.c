@@ -209,13 +209,7 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 
 static struct store *open_db(const struct qopts *q)
 {
-	const char *env = getenv("TASKPROBE_DB");
-	struct config cfg;
-
-	config_defaults(&cfg);
-	if (config_load(&cfg, q->config ? q->config : TP_DEFAULT_CONFIG, q->config != NULL))
-		return NULL;
-	return store__open(q->db ? q->db : env && *env ? env : cfg.db, false, cfg.db_gid);
+	return query_open_store(q->db, q->config);
 }
 
 static void to_filter(const struct qopts *q, struct store_filter *f)

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "config.h"
 #include "control.h"
+#include "query.h"
 #include "store.h"
 #include "util.h"
 
@@ -282,23 +283,6 @@ static int parse(int argc, char **argv, struct top *t, bool *once)
 	return -1;
 }
 
-/* With no daemon: the database that embedded runs write (read-only). */
-static int open_store(struct top *t)
-{
-	const char *env = getenv("TASKPROBE_DB");
-	struct config cfg;
-
-	config_defaults(&cfg);
-	if (config_load(&cfg, t->config_path ? t->config_path : TP_DEFAULT_CONFIG,
-			t->config_path != NULL))
-		return -1;
-	t->store = store__open(t->db_path    ? t->db_path
-			       : env && *env ? env
-					     : cfg.db,
-			       false, cfg.db_gid);
-	return t->store ? 0 : -1;
-}
-
 int cmd_top(int argc, char **argv)
 {
 	struct top t = { 0 };
@@ -323,7 +307,7 @@ int cmd_top(int argc, char **argv)
 	t.from_daemon = fd >= 0;
 	if (fd >= 0)
 		close(fd);
-	else if (open_store(&t)) {
+	else if (!(t.store = query_open_store(t.db_path, t.config_path))) {
 		ret = 1;
 		goto out;
 	}

@@ -1,12 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The queries' JSON rows, shared by the CLI and the HTTP API. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "hist.h"
 #include "metrics.h"
 #include "query.h"
 #include "util.h"
+
+struct store *query_open_store(const char *db, const char *config)
+{
+	const char *env = getenv("TASKPROBE_DB");
+	struct config cfg;
+
+	config_defaults(&cfg);
+	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+		return NULL;
+	return store__open(db ? db : env && *env ? env : cfg.db, false, cfg.db_gid);
+}
 
 void query_json_task(struct jw *w, const struct store_task_row *r)
 {

@@ -12,6 +12,11 @@
 #include "series.h"
 #include "store.h"
 
+/*
+ * The store the queries read, read-only: db, else TASKPROBE_DB, else the config's
+ * (config, else the default file). NULL with the reason said.
+ */
+struct store *query_open_store(const char *db, const char *config);
 /* One task of a list: id, status, start, start_ns, wall_ns, exit_status, cpu, command. */
 void query_json_task(struct jw *w, const struct store_task_row *r);
 /* A histogram as a member of an object (its name the key): unit, count, sum, p50, p99. */
