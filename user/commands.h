@@ -57,6 +57,8 @@ int cmd_doctor(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_task(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+extern const char export_usage[];
 extern const char daemon_usage[], task_usage[], top_usage[];
 extern const char doctor_usage[];
 

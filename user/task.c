@@ -822,12 +822,19 @@ static void perf_subtests(struct jw *w, __u64 cpu_ns, __u64 wall_ns, __u64 rd, _
 
 void task_print_perfherder(FILE *f, const struct task_record *t)
 {
+	fputs(PERFHERDER_PREFIX, f);
+	task_write_perfherder(f, t);
+	fputc('\n', f);
+	fflush(f);
+}
+
+void task_write_perfherder(FILE *f, const struct task_record *t)
+{
 	const struct task_figures *g = &t->fig;
 	const char *src;
 	char name[UM_NAME_MAX + 8];
 	struct jw w;
 
-	fputs(PERFHERDER_PREFIX, f);
 	jw_init(&w, f, false);
 	jw_obj_begin(&w);
 	jw_key(&w, "framework");
@@ -858,6 +865,4 @@ void task_print_perfherder(FILE *f, const struct task_record *t)
 	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
-	fputc('\n', f);
-	fflush(f);
 }

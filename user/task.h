@@ -109,6 +109,8 @@ int task_from_json(struct task_record *t, const struct json *j);
  * job_resource_usage): a suite for the task and one per phase.
  */
 void task_print_perfherder(FILE *f, const struct task_record *t);
+/* The same data alone (no prefix, no newline): a perfherder-data.json file's. */
+void task_write_perfherder(FILE *f, const struct task_record *t);
 
 /* The human summary, at most 80 columns wide. */
 void task_print_summary(FILE *f, const struct task_record *t);

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `taskprobe export ID --format F`: a stored task as other tools open it. Every figure
+ * is the record's or the stored series' own: nothing is computed again differently.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "json.h"
+#include "query.h"
+#include "series.h"
+#include "store.h"
+#include "task.h"
+#include "util.h"
+
+const char export_usage[] =
+	"usage: taskprobe export ID --format FORMAT [-o FILE] [--db PATH] [--config PATH]\n"
+	"A stored task in a format other tools open:\n"
+	"  chrome-trace  Trace Event JSON (Perfetto, chrome://tracing): the task and its\n"
+	"                phases as durations, notable events as instants, CPU, memory,\n"
+	"                disk and processes as counters (timestamps: us since the start)\n"
+	"  csv           the series, one row a sample: t_ms, cpu_millicores, mem_bytes,\n"
+	"                read_bytes_per_s, write_bytes_per_s, procs, phase\n"
+	"  json          the task record (docs/task-record.md)\n"
+	"  perfherder    Perfherder data, the task and each phase a suite (the same as\n"
+	"                run --perfherder's line, without its prefix)\n"
+	"  -o FILE       write FILE (whole, or not at all) instead of standard output\n";
+
+enum export_format { EXPORT_CHROME, EXPORT_CSV, EXPORT_JSON, EXPORT_PERFHERDER };
+
+static const char *const format_names[] = { "chrome-trace", "csv", "json", "perfherder" };
+
+struct export
+{
+	const char *id;
+	const struct json *rec; /* NULL while the task runs */
+	struct series_point *pts;
+	size_t n;
+	const char *record_text;
+};
+
+static void trace_event(struct jw *w, const char *name, const char *cat, const char *ph,
+			__u64 ts_us)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "name", name);
+	if (cat)
+		jw_kstr(w, "cat", cat);
+	jw_kstr(w, "ph", ph);
+	jw_ku64(w, "ts", ts_us);
+	jw_ku64(w, "pid", 1);
+	jw_ku64(w, "tid", 1);
+}
+
+/* Trace Event Format: an object with traceEvents; ts and dur in microseconds. */
+static void write_chrome(FILE *f, const struct export *x)
+{
+	const struct json *phases = json_get(x->rec, "phases"), *ev = json_get(x->rec, "events");
+	const struct json *m = json_get(x->rec, "metrics");
+	static const char *const keys[] = { "cores", "bytes", "read_bytes_per_s",
+					    "write_bytes_per_s", "alive" };
+	static const char *const counters[] = { "cpu", "memory", "disk", "disk", "processes" };
+	char title[TP_ID_MAX + 16];
+	struct jw w;
+
+	jw_init(&w, f, false);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "displayTimeUnit", "ms");
+	jw_key(&w, "otherData");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "producer", "taskprobe " TP_VERSION);
+	jw_kstr(&w, "id", x->id);
+	jw_kstr(&w, "host", json_str(x->rec, "host"));
+	jw_kstr(&w, "start", json_str(x->rec, "start"));
+	jw_obj_end(&w);
+	jw_key(&w, "traceEvents");
+	jw_arr_begin(&w);
+	snprintf(title, sizeof(title), "task %s", x->id);
+	trace_event(&w, "process_name", NULL, "M", 0);
+	jw_key(&w, "args");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "name", title);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	/* The task, then its phases inside it on the same track: nesting is by time. */
+	trace_event(&w, x->id, "task", "X", 0);
+	jw_ku64(&w, "dur", (__u64)json_num(x->rec, "wall_ns") / 1000);
+	jw_key(&w, "args");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "status", json_str(x->rec, "status"));
+	jw_ku64(&w, "exit_status", (__u64)json_num(x->rec, "exit_status"));
+	jw_ku64(&w, "cpu_ns", (__u64)json_num(m, "cpu.time_ns"));
+	jw_ku64(&w, "execs", (__u64)json_num(m, "proc.execs"));
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	for (size_t i = 0; i < json_len(phases); i++) {
+		const struct json *p = json_at(phases, i);
+
+		trace_event(&w, json_str(p, "name"), "phase", "X",
+			    (__u64)json_num(p, "start_ms") * 1000);
+		jw_ku64(&w, "dur", (__u64)json_num(p, "wall_ns") / 1000);
+		jw_key(&w, "args");
+		jw_obj_begin(&w);
+		jw_ku64(&w, "depth", (__u64)json_num(p, "depth"));
+		jw_ku64(&w, "cpu_ns", (__u64)json_num(p, "cpu_ns"));
+		jw_ku64(&w, "execs", (__u64)json_num(p, "execs"));
+		jw_ku64(&w, "read_bytes", (__u64)json_num(p, "read_bytes"));
+		jw_ku64(&w, "write_bytes", (__u64)json_num(p, "write_bytes"));
+		jw_obj_end(&w);
+		jw_obj_end(&w);
+	}
+	for (size_t i = 0; i < json_len(ev); i++) {
+		const struct json *e = json_at(ev, i);
+
+		trace_event(&w, json_str(e, "kind"), "event", "i",
+			    (__u64)json_num(e, "t_ms") * 1000);
+		jw_kstr(&w, "s", "p");
+		jw_key(&w, "args");
+		jw_obj_begin(&w);
+		jw_kstr(&w, "detail", json_str(e, "detail"));
+		jw_ku64(&w, "pid", (__u64)json_num(e, "pid"));
+		jw_obj_end(&w);
+		jw_obj_end(&w);
+	}
+	/* The series as counters, a sample each: the stored values themselves. */
+	for (size_t i = 0; i < x->n; i++) {
+		const struct series_point *pt = &x->pts[i];
+
+		for (int c = 0; c < 5; c++) {
+			if (c == 3)
+				continue; /* written with disk's read rate */
+			trace_event(&w, counters[c], "resource", "C", pt->t_ms * 1000);
+			jw_key(&w, "args");
+			jw_obj_begin(&w);
+			jw_key(&w, keys[c]);
+			if (c == 0)
+				jw_double(&w, (double)pt->v[0] / 1000.0);
+			else
+				jw_i64(&w, pt->v[c]);
+			if (c == 2) {
+				jw_key(&w, keys[3]);
+				jw_i64(&w, pt->v[3]);
+			}
+			jw_obj_end(&w);
+			jw_obj_end(&w);
+		}
+	}
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	fputc('\n', f);
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void write_csv(FILE *f, const struct export *x)
+{
+	const struct json *phases = json_get(x->rec, "phases");
+	char pbuf[32];
+
+	fputs("t_ms", f);
+	for (int k = 0; k < SERIES_FIELDS; k++)
+		fprintf(f, ",%s", series_field_names[k]);
+	fputc('\n', f);
+	for (size_t i = 0; i < x->n; i++) {
+		const struct series_point *pt = &x->pts[i];
+
+		fprintf(f, "%llu", (unsigned long long)pt->t_ms);
+		for (int k = 0; k < SERIES_PHASE; k++)
+			fprintf(f, ",%lld", (long long)pt->v[k]);
+		fputc(',', f);
+		if (pt->v[SERIES_PHASE] > 0)
+			csv_field(f, query_phase_at(phases, (size_t)pt->v[SERIES_PHASE], pbuf,
+						    sizeof(pbuf)));
+		fputc('\n', f);
+	}
+}
+
+static int write_export(FILE *f, enum export_format fmt, const struct export *x)
+{
+	struct task_record t;
+
+	switch (fmt) {
+	case EXPORT_CHROME:
+		write_chrome(f, x);
+		return 0;
+	case EXPORT_CSV:
+		write_csv(f, x);
+		return 0;
+	case EXPORT_JSON:
+		fputs(x->record_text, f);
+		if (!*x->record_text || x->record_text[strlen(x->record_text) - 1] != '\n')
+			fputc('\n', f);
+		return 0;
+	case EXPORT_PERFHERDER:
+		if (task_from_json(&t, x->rec)) {
+			task_record_fini(&t);
+			tp_err("export: the record of '%s' cannot be read back", x->id);
+			return -EINVAL;
+		}
+		task_write_perfherder(f, &t);
+		fputc('\n', f);
+		task_record_fini(&t);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* To path whole (a temporary file renamed), or to stdout. */
+static int emit(const char *path, enum export_format fmt, const struct export *x)
+{
+	char tmp[4200];
+	FILE *f;
+	int err;
+
+	if (!path) {
+		err = write_export(stdout, fmt, x);
+		return fflush(stdout) || ferror(stdout) ? -EIO : err;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "we");
+	if (!f) {
+		tp_err("export: cannot write %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	err = write_export(f, fmt, x);
+	if (fflush(f) || ferror(f))
+		err = err ? err : -EIO;
+	if (fclose(f))
+		err = err ? err : -EIO;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		if (err != -EINVAL)
+			tp_err("export: cannot write %s: %s", path, strerror(-err));
+	}
+	return err;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *out = NULL, *db = NULL, *config = NULL, *format = NULL;
+	struct export x = { 0 };
+	struct store_task st = { 0 };
+	struct json *rec = NULL;
+	struct store *s;
+	int opt, fmt = -1, damaged, ret;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'd':
+			db = optarg;
+			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'h':
+			fputs(export_usage, stdout);
+			return 0;
+		default:
+			tp_err("export: %s option '%s'; see 'taskprobe export --help'",
+			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
+			return 2;
+		}
+	}
+	for (size_t i = 0; format && i < ARRAY_SIZE(format_names); i++)
+		if (!strcmp(format, format_names[i]))
+			fmt = (int)i;
+	if (optind != argc - 1 || fmt < 0) {
+		tp_err("export: %s; see 'taskprobe export --help'",
+		       optind != argc - 1 ? "one task id, please"
+		       : format		  ? "--format is chrome-trace, csv, json or perfherder"
+					  : "--format FORMAT is required");
+		return 2;
+	}
+	x.id = argv[optind];
+	s = query_open_store(db, config);
+	if (!s)
+		return 1;
+	ret = 1;
+	if (!tp_valid_id(x.id)) {
+		tp_err("export: invalid task id: use " TP_ID_RULE);
+		goto out;
+	}
+	if (store__find(s, x.id, &st)) {
+		tp_err("export: no stored task '%s'; 'taskprobe list' shows them", x.id);
+		goto out;
+	}
+	rec = st.record ? json_parse(st.record, strlen(st.record), NULL, 0) : NULL;
+	if (!rec && fmt != EXPORT_CSV) {
+		tp_err("export: task '%s' is %s: its record comes at its end (csv works now)", x.id,
+		       st.status);
+		goto out;
+	}
+	if (store__series(s, st.tid, &x.pts, &x.n, &damaged))
+		goto out;
+	if (damaged)
+		tp_err("export: %d series block%s of '%s' damaged; exported without them", damaged,
+		       damaged > 1 ? "s" : "", x.id);
+	x.rec = rec;
+	x.record_text = st.record;
+	ret = emit(out, (enum export_format)fmt, &x) ? 1 : 0;
+out:
+	free(x.pts);
+	json_free(rec);
+	free(st.record);
+	store__close(s);
+	return ret;
+}
