@@ -14,6 +14,8 @@ pkgs=(
 	nftables openssl curl ca-certificates libssl3 libgnutls30
 	# the daemon test scrapes /metrics with a real Prometheus (started by the test)
 	prometheus
+	# the HTML report is opened in headless Chromium (networking off) by its test
+	chromium
 )
 
 missing=()

@@ -25,6 +25,7 @@
 #include "json.h"
 #include "loop.h"
 #include "output.h"
+#include "report.h"
 #include "runlink.h"
 #include "session.h"
 #include "store.h"
@@ -57,6 +58,8 @@ const char run_usage[] =
 	"                    config's collect; the rest is neither loaded nor recorded)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  --perfherder      print a PERFHERDER_DATA line of the figures at the end\n"
+	"  --summary-file F  append the task's Markdown report to F at its end (a runner\n"
+	"                    passes $GITHUB_STEP_SUMMARY)\n"
 	"  --rules FILE      counting rules (output|exec NAME [anchor] REGEX per line)\n"
 	"  -v, --verbose     debug output, libbpf's included\n"
 	"  -h, --help        this help\n"
@@ -76,6 +79,7 @@ enum {
 	OPT_INTERVAL,
 	OPT_CONFIG,
 	OPT_PERFHERDER,
+	OPT_SUMMARY_FILE,
 	OPT_RULES,
 	OPT_NO_DAEMON,
 	OPT_COLLECT,
@@ -95,6 +99,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "perfherder", no_argument, NULL, OPT_PERFHERDER },
+		{ "summary-file", required_argument, NULL, OPT_SUMMARY_FILE },
 		{ "rules", required_argument, NULL, OPT_RULES },
 		{ "no-daemon", no_argument, NULL, OPT_NO_DAEMON },
 		{ "collect", required_argument, NULL, OPT_COLLECT },
@@ -177,6 +182,9 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_PERFHERDER:
 			o->perfherder = true;
+			break;
+		case OPT_SUMMARY_FILE:
+			o->summary_path = optarg;
 			break;
 		case OPT_RULES:
 			o->rules_path = optarg;
@@ -376,6 +384,29 @@ struct run_state {
 	int exec_err; /* CMD could not be executed: errno of its execvp */
 	bool main_done;
 };
+
+/* The task's Markdown report, appended to a CI job's summary file (said if it fails). */
+static void append_summary(const char *path, const struct task_record *rec)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct json *j = NULL;
+	FILE *m = open_memstream(&text, &len), *f;
+	struct jw w;
+
+	if (m) {
+		jw_init(&w, m, false);
+		task_write_json(&w, rec);
+		if (!fclose(m))
+			j = json_parse(text, len, NULL, 0);
+	}
+	f = j ? fopen(path, "ae") : NULL;
+	if (!f || (report_markdown(f, j) | fclose(f)))
+		tp_err("cannot append the summary to %s: %s", path,
+		       j ? strerror(errno ? errno : EIO) : "out of memory");
+	json_free(j);
+	free(text);
+}
 
 static void reap(struct run_state *st)
 {
@@ -715,6 +746,8 @@ static int run_task(struct run_opts *o)
 		if (err)
 			tp_err("cannot write %s: %s", o->json_path, strerror(-err));
 	}
+	if (o->summary_path)
+		append_summary(o->summary_path, rec);
 	if (!st.linked)
 		session__store(&st.s);
 

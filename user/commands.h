@@ -24,6 +24,7 @@ struct run_opts {
 	bool no_db;
 	bool no_daemon; /* embed the collector even when a daemon runs */
 	bool perfherder;
+	const char *summary_path; /* --summary-file: the Markdown report appended there */
 	const char *rules_path;
 	const char *config_path;
 	__u64 interval_ms;
@@ -58,7 +59,8 @@ int cmd_daemon(int argc, char **argv);
 int cmd_task(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_export(int argc, char **argv);
-extern const char export_usage[];
+int cmd_report(int argc, char **argv);
+extern const char export_usage[], report_usage[];
 extern const char daemon_usage[], task_usage[], top_usage[];
 extern const char doctor_usage[];
 

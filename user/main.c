@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "daemon", cmd_daemon, "one collector for the host, for tasks that workers start" },
 	{ "task", cmd_task, "start or end a worker's own cgroup as a task of the daemon" },
 	{ "top", cmd_top, "a live table of the running tasks" },
+	{ "report", cmd_report, "a stored task as one self-contained HTML file, or Markdown" },
 	{ "export", cmd_export, "a stored task as chrome-trace, csv, json or perfherder" },
 	{ "doctor", cmd_doctor, "check what this host has and lacks for taskprobe" },
 	{ "phase", cmd_phase, "inside a task: begin or end a phase" },

@@ -1000,6 +1000,30 @@ int store__totals(struct store *s, const char *label, store_total_fn fn, void *c
 	return each_row(s, st, total_row, &tc);
 }
 
+struct label_ctx {
+	store_label_fn fn;
+	void *ctx;
+};
+
+static int label_row(sqlite3_stmt *st, void *ctx)
+{
+	struct label_ctx *lc = ctx;
+
+	return lc->fn(lc->ctx, (const char *)sqlite3_column_text(st, 0),
+		      (const char *)sqlite3_column_text(st, 1));
+}
+
+int store__labels(struct store *s, __s64 tid, store_label_fn fn, void *ctx)
+{
+	struct label_ctx lc = { fn, ctx };
+	sqlite3_stmt *st;
+
+	if (query_prepare(s, "SELECT key, value FROM labels WHERE task = ? ORDER BY key", &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	return each_row(s, st, label_row, &lc);
+}
+
 /* Statuses are live (a dead collector's "running" is "lost"): counted here, by row. */
 struct status_ctx {
 	char names[16][32]; /* copied: a row's text lives until the next step */

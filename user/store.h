@@ -105,6 +105,9 @@ int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_f
  */
 int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t *n, int *damaged);
 
+typedef int (*store_label_fn)(void *ctx, const char *key, const char *value);
+/* A task's labels, its own and the host's (host, ncpu, instance_type, ...), by key. */
+int store__labels(struct store *s, __s64 tid, store_label_fn fn, void *ctx);
 /* 1 if some stored task has the metric, 0 if none, or -EIO. */
 int store__has_metric(struct store *s, const char *metric);
 

@@ -4,8 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "harness.h"
+#include "phases.h"
+#include "series.h"
+#include "store.h"
 #include "testutil.h"
+#include "util.h"
 
 /*
  * A task with nested phases, a CPU burst and a failed exit, at a 100 ms interval:
@@ -76,4 +82,258 @@ TEST(TIER_E2E, export_formats_match_the_record)
 		    "one line");
 	tu_tp(&r, 30, "export", "nosuch", "--db", db, "--format", "json", NULL);
 	ASSERT_EQ(r.status, 1, "an unknown task");
+}
+
+/* Chromium, headless, networking off: its DOM, a screenshot, and what it fetched. */
+struct page {
+	char *dom;
+	char *log; /* its stderr: console messages among it */
+	char *net; /* its net log */
+	long png_bytes;
+};
+
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+
+	if (tp_slurp(path, "file", true, &text) < 0)
+		return NULL;
+	return text;
+}
+
+static bool open_in_chromium(const char *html, struct page *pg)
+{
+	const char *png = tu_tmp("shot.png"), *net = tu_tmp("net.json"), *prof = tu_tmp("profile");
+	char url[4200], shot[4300], log[4300], udd[4300];
+	struct tu_result r;
+	struct stat st;
+
+	memset(pg, 0, sizeof(*pg));
+	snprintf(url, sizeof(url), "file://%s", html);
+	snprintf(shot, sizeof(shot), "--screenshot=%s", png);
+	snprintf(log, sizeof(log), "--log-net-log=%s", net);
+	snprintf(udd, sizeof(udd), "--user-data-dir=%s", prof);
+	/* The flags of env: no background services; a proxy nobody answers, no names. */
+#define CHROMIUM(...)                                                                              \
+	(char *[]){ "chromium",                                                                    \
+		    "--headless",                                                                  \
+		    "--no-sandbox",                                                                \
+		    "--disable-gpu",                                                               \
+		    "--disable-quic",                                                              \
+		    "--no-first-run",                                                              \
+		    "--disable-background-networking",                                             \
+		    "--disable-component-update",                                                  \
+		    "--disable-sync",                                                              \
+		    udd,                                                                           \
+		    "--proxy-server=http://127.0.0.1:9",                                           \
+		    "--host-resolver-rules=MAP * ~NOTFOUND",                                       \
+		    "--enable-logging=stderr",                                                     \
+		    "--v=0",                                                                       \
+		    "--window-size=1040,1600",                                                     \
+		    __VA_ARGS__,                                                                   \
+		    NULL }
+	tu_run(CHROMIUM(shot, url), &r, 120);
+	if (!CHECK(r.status == 0, "chromium --screenshot: status %d: %.300s", r.status, r.err))
+		return false;
+	pg->png_bytes = stat(png, &st) ? -1 : (long)st.st_size;
+	tu_run(CHROMIUM(log, "--dump-dom", url), &r, 120);
+	if (!CHECK(r.status == 0, "chromium --dump-dom: status %d", r.status))
+		return false;
+#undef CHROMIUM
+	pg->dom = r.out ? strdup(r.out) : NULL;
+	pg->log = r.err ? strdup(r.err) : NULL;
+	pg->net = slurp(net);
+	return pg->dom && pg->log && pg->net;
+}
+
+/* Every URL the net log has: the page itself, or the browser's own (blocked) services. */
+static int foreign_requests(const char *net, const char *html)
+{
+	int n = 0;
+
+	for (const char *p = net; (p = strstr(p, "\"url\":\"")); p += 7) {
+		const char *u = p + 7;
+		char host[256] = "";
+
+		if (!strncmp(u, "file://", 7)) {
+			n += strncmp(u + 7, html, strlen(html)) != 0;
+			continue;
+		}
+		sscanf(u, "%*[a-z]://%255[^/:\"]", host);
+		/* Chromium's own: time, updates, accounts (refused by the proxy anyway). */
+		if (strstr(host, ".google.com") || strstr(host, ".googleapis.com") ||
+		    !strcmp(host, "google.com"))
+			continue;
+		CHECK(false, "the page requested %.120s", u);
+		n++;
+	}
+	return n;
+}
+
+static int count_of(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; s && (s = strstr(s, what)); s += strlen(what))
+		n++;
+	return n;
+}
+
+/*
+ * A ten-second task's HTML report opened in headless Chromium with networking off:
+ * a screenshot, no console message, nothing fetched but the file, its SVG timelines
+ * drawn, the phase names and the record's peak memory in the rendered text.
+ */
+TEST(TIER_E2E, report_opens_offline_in_chromium)
+{
+	const char *db = tu_tmp("r.db"), *html = tu_tmp("r.html"), *json = tu_tmp("r.json");
+	char script[2048], peak[64], want[96];
+	const struct json *rec;
+	struct tu_result r;
+	struct page pg;
+	struct stat st;
+
+	snprintf(script, sizeof(script),
+		 "echo BEGIN_PHASE fetch; sleep 2; echo END_PHASE fetch; echo BEGIN_PHASE build;"
+		 " %s 1 2000; %s 64 /dev/null; sh -c 'exit 2'; sleep 5; echo END_PHASE build",
+		 tu_helper("burn"), tu_helper("memtouch"));
+	tu_tp(&r, 60, "run", "--id", "r10", "--db", db, "--quiet", "--json", json, "--", "sh", "-c",
+	      script, NULL);
+	ASSERT_EQ(r.status, 0, "the ten-second task");
+	rec = tu_load_json(json);
+	tu_tp(&r, 60, "report", "r10", "--db", db, "-o", html, NULL);
+	if (!ASSERT_EQ(r.status, 0, "report") || !ASSERT_OK(stat(html, &st), "the file"))
+		return;
+	ASSERT_LE(st.st_size, 1 << 20, "under 1 MiB");
+	if (!open_in_chromium(html, &pg))
+		return;
+	ASSERT_GE(pg.png_bytes, 20000, "a screenshot of it");
+	ASSERT_EQ(count_of(pg.log, "CONSOLE"), 0, "no console message");
+	ASSERT_EQ(foreign_requests(pg.net, html), 0, "nothing fetched but the file");
+	ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 5, "four timelines and their axis");
+	ASSERT_GE(count_of(pg.dom, "<polyline"), 5, "their lines drawn");
+	ASSERT_TRUE(strstr(pg.dom, ">fetch<") && strstr(pg.dom, ">build<"),
+		    "the phase names in the rendered text");
+	tp_fmt_bytes(peak, sizeof(peak), (__u64)tu_metric(rec, "mem.peak_bytes"));
+	snprintf(want, sizeof(want), "peak %s", peak);
+	CHECK(strstr(pg.dom, want) != NULL, "the record's peak memory, %s", want);
+	ASSERT_TRUE(strstr(pg.dom, "sh exited 2") != NULL, "the failed exit as a marker");
+	free(pg.dom);
+	free(pg.log);
+	free(pg.net);
+}
+
+/*
+ * A synthetic three-hour task (1 s series, 10 800 samples, phases, a phase named
+ * "a:b #1"): its HTML report stays under 1 MiB and opens; its Markdown has a Mermaid
+ * gantt whose every task line parses, the ':' and '#' of the name made harmless.
+ */
+TEST(TIER_E2E, report_of_a_three_hour_task)
+{
+	enum { N = 10800 };
+	const char *db = tu_tmp("big.db"), *html = tu_tmp("big.html"), *md = tu_tmp("s.md");
+	static struct series_point pts[N];
+	static const char *const names[] = { "checkout", "a:b #1", "test" };
+	struct phase_snap at = { 0 };
+	struct task_record t;
+	struct phases ph;
+	struct store *s;
+	struct tu_result r;
+	struct page pg;
+	struct stat st;
+	void *blob;
+	size_t len;
+	__s64 tid;
+	int tasks = 0;
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.id, sizeof(t.id), "long");
+	snprintf(t.host, sizeof(t.host), "worker-1");
+	t.start_real_ns = tp_realtime_ns() - N * 1000000000ULL;
+	t.wall_ns = N * 1000000000ULL;
+	t.fig.cpu_ns = 3600ULL * 1000000000ULL;
+	phases__init(&ph, 0);
+	for (int i = 0; i < 3; i++) {
+		at.t_ns = (__u64)i * 3600 * 1000000000ULL;
+		phases__begin(&ph, names[i], &at, 0);
+		at.t_ns += 3599ULL * 1000000000ULL;
+		phases__end(&ph, names[i], &at, 0);
+	}
+	t.phases = &ph;
+	for (int i = 0; i < N; i++) {
+		pts[i].t_ms = (__u64)i * 1000;
+		pts[i].v[0] = i % 600 < 60 ? 1800 : 200 + (i * 37) % 100;
+		pts[i].v[1] = 100000000 + (i % 3600) * 20000;
+		pts[i].v[2] = (i % 97) * 1024;
+		pts[i].v[4] = 3;
+		pts[i].v[5] = 1 + i / 3600;
+	}
+	s = store__open(db, true, (gid_t)-1);
+	if (!ASSERT_NOT_NULL(s, "a store of the test's own"))
+		return;
+	ASSERT_OK(store__task_begin(s, &t, NULL, 0, &tid), "the task's row");
+	ASSERT_OK(series_encode(pts, N, &blob, &len), "its series");
+	ASSERT_OK(store__append_series(s, tid, 0, blob, len, N), "stored");
+	ASSERT_OK(store__task_end(s, tid, &t), "its record");
+	store__close(s);
+	free(blob);
+	phases__fini(&ph);
+
+	tu_tp(&r, 60, "report", "long", "--db", db, "-o", html, NULL);
+	if (!ASSERT_EQ(r.status, 0, "report") || !ASSERT_OK(stat(html, &st), "the file"))
+		return;
+	ASSERT_LE(st.st_size, 1 << 20, "three hours, under 1 MiB");
+	if (open_in_chromium(html, &pg)) {
+		ASSERT_EQ(count_of(pg.log, "CONSOLE"), 0, "no console message");
+		ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 5, "its timelines");
+		ASSERT_TRUE(strstr(pg.dom, "a:b #1") != NULL, "the odd phase name, as text");
+		free(pg.dom);
+		free(pg.log);
+		free(pg.net);
+	}
+	tu_tp(&r, 60, "report", "long", "--db", db, "--format", "markdown", NULL);
+	ASSERT_EQ(r.status, 0, "report --format markdown");
+	{
+		const char *g = r.out ? strstr(r.out, "```mermaid\ngantt\n") : NULL;
+		const char *end = g ? strstr(g + 3, "```") : NULL;
+		char line[512];
+
+		if (!ASSERT_TRUE(g && end, "a closed Mermaid block"))
+			return;
+		for (const char *p = g; p < end; p = strchr(p, '\n') + 1) {
+			unsigned long long a, b;
+			int id, n = 0;
+
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(p, "\n"), p);
+			if (strncmp(line, "    ", 4) || !strncmp(line, "    dateFormat", 14) ||
+			    !strncmp(line, "    axisFormat", 14) ||
+			    !strncmp(line, "    title", 9) || !strncmp(line, "    section", 11))
+				continue;
+			/* NAME :pI, START, END: one ':' only, no '#' to start a comment */
+			CHECK(count_of(line, ":") == 1 && !strchr(line, '#') &&
+				      sscanf(strchr(line, ':'), ":p%d, %llu, %llu%n", &id, &a, &b,
+					     &n) == 3 &&
+				      !line[strchr(line, ':') - line + n] && b > a,
+			      "a gantt task line: '%s'", line);
+			tasks++;
+		}
+		ASSERT_EQ(tasks, 3, "a task line per phase");
+		ASSERT_TRUE(strstr(g, "a\xe2\x88\xb6"
+				      "b \xef\xbc\x83"
+				      "1 :p1,") != NULL,
+			    "a:b #1 with look-alikes of ':' and '#'");
+	}
+	/* run --summary-file appends the same kind of report, task after task. */
+	for (int i = 0; i < 2; i++) {
+		tu_tp(&r, 60, "run", "--quiet", "--no-db", "--summary-file", md, "--", "sh", "-c",
+		      "echo BEGIN_PHASE x; echo END_PHASE x", NULL);
+		ASSERT_EQ(r.status, 0, "run --summary-file");
+	}
+	{
+		char *text = slurp(md);
+
+		ASSERT_EQ(count_of(text, "### taskprobe: task"), 2, "two reports appended");
+		ASSERT_EQ(count_of(text, "```mermaid"), 2, "each with its gantt");
+		free(text);
+	}
 }

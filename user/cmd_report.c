@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+/* `taskprobe report ID`: a stored task as one self-contained HTML file, or Markdown. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "json.h"
+#include "query.h"
+#include "report.h"
+#include "store.h"
+#include "task.h"
+#include "util.h"
+
+const char report_usage[] =
+	"usage: taskprobe report ID [-o FILE] [--format html|markdown] [--db PATH]\n"
+	"                        [--config PATH]\n"
+	"A stored task for people. html (default): one self-contained file (inline SVG and\n"
+	"CSS, nothing fetched; opens offline): timelines of CPU, memory, disk and processes\n"
+	"on one UTC time axis with the phases as bands and notable events as markers,\n"
+	"latency histograms, programs by CPU, network, phases, labels and host.\n"
+	"markdown: the same figures for a CI job page (a Mermaid gantt of the phases,\n"
+	"tables, long ones in <details>).\n"
+	"  -o FILE   write FILE (whole, or not at all) instead of standard output\n";
+
+#define REPORT_LABELS_MAX 128
+
+struct labels {
+	struct label l[REPORT_LABELS_MAX];
+	int n;
+};
+
+static int on_label(void *ctx, const char *key, const char *value)
+{
+	struct labels *ls = ctx;
+
+	if (ls->n >= REPORT_LABELS_MAX)
+		return 0;
+	ls->l[ls->n].key = strdup(key ? key : "");
+	ls->l[ls->n].val = strdup(value ? value : "");
+	if (ls->l[ls->n].key && ls->l[ls->n].val)
+		ls->n++;
+	return 0;
+}
+
+static int write_report(FILE *f, bool markdown, const struct report_input *in)
+{
+	return markdown ? report_markdown(f, in->rec) : report_html(f, in);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *out = NULL, *db = NULL, *config = NULL, *id;
+	struct report_input in = { 0 };
+	struct store_task st = { 0 };
+	struct series_point *pts = NULL;
+	struct labels ls = { .n = 0 };
+	struct json *rec = NULL;
+	bool markdown = false;
+	struct store *s;
+	int opt, ret = 1, damaged, err;
+	size_t n = 0;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			if (strcmp(optarg, "html") && strcmp(optarg, "markdown")) {
+				tp_err("report: --format is html or markdown, not '%.32s'", optarg);
+				return 2;
+			}
+			markdown = !strcmp(optarg, "markdown");
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'd':
+			db = optarg;
+			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return 0;
+		default:
+			tp_err("report: %s option '%s'; see 'taskprobe report --help'",
+			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		tp_err("report: one task id, please; see 'taskprobe report --help'");
+		return 2;
+	}
+	id = argv[optind];
+	if (!tp_valid_id(id)) {
+		tp_err("report: invalid task id: use " TP_ID_RULE);
+		return 2;
+	}
+	s = query_open_store(db, config);
+	if (!s)
+		return 1;
+	if (store__find(s, id, &st)) {
+		tp_err("report: no stored task '%s'; 'taskprobe list' shows them", id);
+		goto out;
+	}
+	rec = st.record ? json_parse(st.record, strlen(st.record), NULL, 0) : NULL;
+	if (!rec) {
+		tp_err("report: task '%s' is %s: its record comes at its end", id, st.status);
+		goto out;
+	}
+	if (store__series(s, st.tid, &pts, &n, &damaged) || store__labels(s, st.tid, on_label, &ls))
+		goto out;
+	if (damaged)
+		tp_err("report: %d series block%s of '%s' damaged; drawn without them", damaged,
+		       damaged > 1 ? "s" : "", id);
+	in = (struct report_input){ rec, pts, n, ls.l, ls.n };
+	if (!out) {
+		err = write_report(stdout, markdown, &in);
+		ret = err || fflush(stdout) ? 1 : 0;
+	} else {
+		char tmp[4200];
+		FILE *f;
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+		f = fopen(tmp, "we");
+		if (!f) {
+			tp_err("report: cannot write %s: %s", out, strerror(errno));
+			goto out;
+		}
+		err = write_report(f, markdown, &in);
+		if (fclose(f) || err || rename(tmp, out)) {
+			tp_err("report: cannot write %s: %s", out, strerror(errno ? errno : EIO));
+			unlink(tmp);
+			goto out;
+		}
+		ret = 0;
+	}
+out:
+	for (int i = 0; i < ls.n; i++) {
+		free(ls.l[i].key);
+		free(ls.l[i].val);
+	}
+	free(pts);
+	json_free(rec);
+	free(st.record);
+	store__close(s);
+	return ret;
+}
