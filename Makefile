@@ -54,6 +54,7 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
+SYNTH     := $(OUT)/bench/synth-task
 
 .PHONY: all deps check test fuzz demo install uninstall clean format format-check bench \
 	compile_commands.json
@@ -96,6 +97,12 @@ $(TESTBIN): $(TEST_OBJS) $(CORE_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# A synthetic long task written into a store (the report's benchmark and test).
+$(SYNTH): scripts/bench/synth_task.c $(CORE_OBJS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(CORE_OBJS) $(LDLIBS) -o $@
+
 # Workload helpers run inside tasks: plain builds, so they measure the same either way.
 $(OUT)/tests/helpers/%: tests/helpers/%.c
 	$(call msg,CC,$@)
@@ -105,8 +112,9 @@ $(OUT)/tests/helpers/%: tests/helpers/%.c
 $(BPFOUT):
 	$(Q)mkdir -p $@
 
-test: $(BIN) $(TESTBIN) $(HELPERS)
+test: $(BIN) $(TESTBIN) $(HELPERS) $(SYNTH)
 	$(Q)TASKPROBE_BIN=$(abspath $(BIN)) TASKPROBE_HELPERS=$(abspath $(OUT)/tests/helpers) \
+		TASKPROBE_SYNTH=$(abspath $(SYNTH)) \
 		$(TESTBIN) $(TESTS)
 
 # Parsers under libFuzzer with ASan and UBSan, FUZZ_SECONDS each; crashes fail the build.
@@ -146,8 +154,8 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash scripts/demo.sh $(abspath $(BIN))
 
-bench: all
-	$(Q)bash scripts/bench/run-all.sh $(abspath $(BIN))
+bench: all $(SYNTH)
+	$(Q)SYNTH=$(abspath $(SYNTH)) bash scripts/bench/run-all.sh $(abspath $(BIN))
 
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/taskprobe
@@ -155,7 +163,7 @@ install: $(BIN)
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/taskprobe
 
-FORMAT_SRCS = $(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.h tests/*.c tests/*.h \
+FORMAT_SRCS = $(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.h scripts/bench/*.c tests/*.c tests/*.h \
 		tests/*/*.c)
 
 format:

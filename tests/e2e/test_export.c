@@ -7,9 +7,6 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "phases.h"
-#include "series.h"
-#include "store.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -230,55 +227,19 @@ TEST(TIER_E2E, report_opens_offline_in_chromium)
  */
 TEST(TIER_E2E, report_of_a_three_hour_task)
 {
-	enum { N = 10800 };
 	const char *db = tu_tmp("big.db"), *html = tu_tmp("big.html"), *md = tu_tmp("s.md");
-	static struct series_point pts[N];
-	static const char *const names[] = { "checkout", "a:b #1", "test" };
-	struct phase_snap at = { 0 };
-	struct task_record t;
-	struct phases ph;
-	struct store *s;
+	const char *synth = getenv("TASKPROBE_SYNTH");
 	struct tu_result r;
 	struct page pg;
 	struct stat st;
-	void *blob;
-	size_t len;
-	__s64 tid;
 	int tasks = 0;
 
-	memset(&t, 0, sizeof(t));
-	snprintf(t.id, sizeof(t.id), "long");
-	snprintf(t.host, sizeof(t.host), "worker-1");
-	t.start_real_ns = tp_realtime_ns() - N * 1000000000ULL;
-	t.wall_ns = N * 1000000000ULL;
-	t.fig.cpu_ns = 3600ULL * 1000000000ULL;
-	phases__init(&ph, 0);
-	for (int i = 0; i < 3; i++) {
-		at.t_ns = (__u64)i * 3600 * 1000000000ULL;
-		phases__begin(&ph, names[i], &at, 0);
-		at.t_ns += 3599ULL * 1000000000ULL;
-		phases__end(&ph, names[i], &at, 0);
-	}
-	t.phases = &ph;
-	for (int i = 0; i < N; i++) {
-		pts[i].t_ms = (__u64)i * 1000;
-		pts[i].v[0] = i % 600 < 60 ? 1800 : 200 + (i * 37) % 100;
-		pts[i].v[1] = 100000000 + (i % 3600) * 20000;
-		pts[i].v[2] = (i % 97) * 1024;
-		pts[i].v[4] = 3;
-		pts[i].v[5] = 1 + i / 3600;
-	}
-	s = store__open(db, true, (gid_t)-1);
-	if (!ASSERT_NOT_NULL(s, "a store of the test's own"))
+	/* scripts/bench/synth_task.c: a record and 10 800 samples, as a run stores them */
+	tu_run((char *[]){ (char *)(synth ? synth : "build/bench/synth-task"), (char *)db, "long",
+			   "3", NULL },
+	       &r, 60);
+	if (!ASSERT_EQ(r.status, 0, "a synthetic three-hour task"))
 		return;
-	ASSERT_OK(store__task_begin(s, &t, NULL, 0, &tid), "the task's row");
-	ASSERT_OK(series_encode(pts, N, &blob, &len), "its series");
-	ASSERT_OK(store__append_series(s, tid, 0, blob, len, N), "stored");
-	ASSERT_OK(store__task_end(s, tid, &t), "its record");
-	store__close(s);
-	free(blob);
-	phases__fini(&ph);
-
 	tu_tp(&r, 60, "report", "long", "--db", db, "-o", html, NULL);
 	if (!ASSERT_EQ(r.status, 0, "report") || !ASSERT_OK(stat(html, &st), "the file"))
 		return;
