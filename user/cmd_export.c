@@ -37,9 +37,10 @@ static const char *const format_names[] = { "chrome-trace", "csv", "json", "perf
 
 struct export
 {
+	enum export_format fmt;
 	const char *id;
 	const struct json *rec; /* NULL while the task runs */
-	struct series_point *pts;
+	const struct series_point *pts;
 	size_t n;
 	const char *record_text;
 };
@@ -194,11 +195,12 @@ static void write_csv(FILE *f, const struct export *x)
 	}
 }
 
-static int write_export(FILE *f, enum export_format fmt, const struct export *x)
+static int write_export(FILE *f, void *ctx)
 {
+	const struct export *x = ctx;
 	struct task_record t;
 
-	switch (fmt) {
+	switch (x->fmt) {
 	case EXPORT_CHROME:
 		write_chrome(f, x);
 		return 0;
@@ -224,38 +226,6 @@ static int write_export(FILE *f, enum export_format fmt, const struct export *x)
 	return -EINVAL;
 }
 
-/* To path whole (a temporary file renamed), or to stdout. */
-static int emit(const char *path, enum export_format fmt, const struct export *x)
-{
-	char tmp[4200];
-	FILE *f;
-	int err;
-
-	if (!path) {
-		err = write_export(stdout, fmt, x);
-		return fflush(stdout) || ferror(stdout) ? -EIO : err;
-	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "we");
-	if (!f) {
-		tp_err("export: cannot write %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	err = write_export(f, fmt, x);
-	if (fflush(f) || ferror(f))
-		err = err ? err : -EIO;
-	if (fclose(f))
-		err = err ? err : -EIO;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		if (err != -EINVAL)
-			tp_err("export: cannot write %s: %s", path, strerror(-err));
-	}
-	return err;
-}
-
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -268,10 +238,8 @@ int cmd_export(int argc, char **argv)
 	};
 	const char *out = NULL, *db = NULL, *config = NULL, *format = NULL;
 	struct export x = { 0 };
-	struct store_task st = { 0 };
-	struct json *rec = NULL;
-	struct store *s;
-	int opt, fmt = -1, damaged, ret;
+	struct query_task q;
+	int opt, fmt = -1, err, ret;
 
 	optind = 0;
 	opterr = 0;
@@ -309,36 +277,22 @@ int cmd_export(int argc, char **argv)
 		return 2;
 	}
 	x.id = argv[optind];
-	s = query_open_store(db, config);
-	if (!s)
-		return 1;
+	x.fmt = (enum export_format)fmt;
 	ret = 1;
-	if (!tp_valid_id(x.id)) {
-		tp_err("export: invalid task id: use " TP_ID_RULE);
+	if (query_load_task(&q, db, config, x.id, fmt != EXPORT_CSV, "export"))
 		goto out;
-	}
-	if (store__find(s, x.id, &st)) {
-		tp_err("export: no stored task '%s'; 'taskprobe list' shows them", x.id);
-		goto out;
-	}
-	rec = st.record ? json_parse(st.record, strlen(st.record), NULL, 0) : NULL;
-	if (!rec && fmt != EXPORT_CSV) {
-		tp_err("export: task '%s' is %s: its record comes at its end (csv works now)", x.id,
-		       st.status);
-		goto out;
-	}
-	if (store__series(s, st.tid, &x.pts, &x.n, &damaged))
-		goto out;
-	if (damaged)
-		tp_err("export: %d series block%s of '%s' damaged; exported without them", damaged,
-		       damaged > 1 ? "s" : "", x.id);
-	x.rec = rec;
-	x.record_text = st.record;
-	ret = emit(out, (enum export_format)fmt, &x) ? 1 : 0;
+	x.rec = q.rec;
+	x.record_text = q.st.record;
+	x.pts = q.pts;
+	x.n = q.n;
+	if (!out)
+		err = write_export(stdout, &x) || fflush(stdout) || ferror(stdout) ? -EIO : 0;
+	else
+		err = tp_write_whole(out, write_export, &x);
+	if (err && out && err != -EINVAL)
+		tp_err("export: cannot write %s: %s", out, strerror(-err));
+	ret = err ? 1 : 0;
 out:
-	free(x.pts);
-	json_free(rec);
-	free(st.record);
-	store__close(s);
+	query_task_free(&q);
 	return ret;
 }

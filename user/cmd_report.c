@@ -46,9 +46,16 @@ static int on_label(void *ctx, const char *key, const char *value)
 	return 0;
 }
 
-static int write_report(FILE *f, bool markdown, const struct report_input *in)
+struct report_job {
+	bool markdown;
+	struct report_input in;
+};
+
+static int write_report(FILE *f, void *ctx)
 {
-	return markdown ? report_markdown(f, in->rec) : report_html(f, in);
+	const struct report_job *j = ctx;
+
+	return j->markdown ? report_markdown(f, j->in.rec) : report_html(f, &j->in);
 }
 
 int cmd_report(int argc, char **argv)
@@ -62,15 +69,11 @@ int cmd_report(int argc, char **argv)
 		{ 0 },
 	};
 	const char *out = NULL, *db = NULL, *config = NULL, *id;
-	struct report_input in = { 0 };
-	struct store_task st = { 0 };
-	struct series_point *pts = NULL;
 	struct labels ls = { .n = 0 };
-	struct json *rec = NULL;
+	struct report_job job;
+	struct query_task q;
 	bool markdown = false;
-	struct store *s;
-	int opt, ret = 1, damaged, err;
-	size_t n = 0;
+	int opt, ret = 1, err;
 
 	optind = 0;
 	opterr = 0;
@@ -110,53 +113,22 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: invalid task id: use " TP_ID_RULE);
 		return 2;
 	}
-	s = query_open_store(db, config);
-	if (!s)
-		return 1;
-	if (store__find(s, id, &st)) {
-		tp_err("report: no stored task '%s'; 'taskprobe list' shows them", id);
+	if (query_load_task(&q, db, config, id, true, "report") ||
+	    store__labels(q.s, q.st.tid, on_label, &ls))
 		goto out;
-	}
-	rec = st.record ? json_parse(st.record, strlen(st.record), NULL, 0) : NULL;
-	if (!rec) {
-		tp_err("report: task '%s' is %s: its record comes at its end", id, st.status);
-		goto out;
-	}
-	if (store__series(s, st.tid, &pts, &n, &damaged) || store__labels(s, st.tid, on_label, &ls))
-		goto out;
-	if (damaged)
-		tp_err("report: %d series block%s of '%s' damaged; drawn without them", damaged,
-		       damaged > 1 ? "s" : "", id);
-	in = (struct report_input){ rec, pts, n, ls.l, ls.n };
-	if (!out) {
-		err = write_report(stdout, markdown, &in);
-		ret = err || fflush(stdout) ? 1 : 0;
-	} else {
-		char tmp[4200];
-		FILE *f;
-
-		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
-		f = fopen(tmp, "we");
-		if (!f) {
-			tp_err("report: cannot write %s: %s", out, strerror(errno));
-			goto out;
-		}
-		err = write_report(f, markdown, &in);
-		if (fclose(f) || err || rename(tmp, out)) {
-			tp_err("report: cannot write %s: %s", out, strerror(errno ? errno : EIO));
-			unlink(tmp);
-			goto out;
-		}
-		ret = 0;
-	}
+	job = (struct report_job){ markdown, { q.rec, q.pts, q.n, ls.l, ls.n } };
+	if (!out)
+		err = write_report(stdout, &job) || fflush(stdout) ? -EIO : 0;
+	else
+		err = tp_write_whole(out, write_report, &job);
+	if (err && out)
+		tp_err("report: cannot write %s: %s", out, strerror(-err));
+	ret = err ? 1 : 0;
 out:
 	for (int i = 0; i < ls.n; i++) {
 		free(ls.l[i].key);
 		free(ls.l[i].val);
 	}
-	free(pts);
-	json_free(rec);
-	free(st.record);
-	store__close(s);
+	query_task_free(&q);
 	return ret;
 }

@@ -21,6 +21,46 @@ struct store *query_open_store(const char *db, const char *config)
 	return store__open(db ? db : env && *env ? env : cfg.db, false, cfg.db_gid);
 }
 
+int query_load_task(struct query_task *q, const char *db, const char *config, const char *id,
+		    bool need_record, const char *who)
+{
+	int damaged;
+
+	memset(q, 0, sizeof(*q));
+	if (!tp_valid_id(id)) {
+		tp_err("%s: invalid task id: use " TP_ID_RULE, who);
+		return -1;
+	}
+	q->s = query_open_store(db, config);
+	if (!q->s)
+		return -1;
+	if (store__find(q->s, id, &q->st)) {
+		tp_err("%s: no stored task '%s'; 'taskprobe list' shows them", who, id);
+		return -1;
+	}
+	q->rec = q->st.record ? json_parse(q->st.record, strlen(q->st.record), NULL, 0) : NULL;
+	if (!q->rec && (need_record || q->st.record)) {
+		tp_err("%s: task '%s' is %s: its record comes at its end", who, id,
+		       q->st.record ? "damaged" : q->st.status);
+		return -1;
+	}
+	if (store__series(q->s, q->st.tid, &q->pts, &q->n, &damaged))
+		return -1;
+	if (damaged)
+		tp_err("%s: %d series block%s of '%s' damaged; going on without them", who, damaged,
+		       damaged > 1 ? "s" : "", id);
+	return 0;
+}
+
+void query_task_free(struct query_task *q)
+{
+	free(q->pts);
+	json_free(q->rec);
+	free(q->st.record);
+	store__close(q->s);
+	memset(q, 0, sizeof(*q));
+}
+
 void query_json_task(struct jw *w, const struct store_task_row *r)
 {
 	char when[40];

@@ -17,6 +17,23 @@
  * (config, else the default file). NULL with the reason said.
  */
 struct store *query_open_store(const char *db, const char *config);
+/* A stored task as the exports read it: its record parsed, its series decoded. */
+struct query_task {
+	struct store *s;
+	struct store_task st;
+	struct json *rec; /* NULL while the task runs */
+	struct series_point *pts;
+	size_t n;
+};
+
+/*
+ * The newest stored task id (store opened as query_open_store does), its series, and
+ * its record unless need_record is false and it has none yet: 0, or -1 after one line
+ * "WHO: why". query_task_free() in either case.
+ */
+int query_load_task(struct query_task *q, const char *db, const char *config, const char *id,
+		    bool need_record, const char *who);
+void query_task_free(struct query_task *q);
 /* One task of a list: id, status, start, start_ns, wall_ns, exit_status, cpu, command. */
 void query_json_task(struct jw *w, const struct store_task_row *r);
 /* A histogram as a member of an object (its name the key): unit, count, sum, p50, p99. */

@@ -585,29 +585,18 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_obj_end(w);
 }
 
+static int write_record(FILE *f, void *ctx)
+{
+	struct jw w;
+
+	jw_init(&w, f, true);
+	task_write_json(&w, ctx);
+	return 0;
+}
+
 int task_save_json(const char *path, const struct task_record *t)
 {
-	char tmp[PATH_MAX];
-	struct jw w;
-	FILE *f;
-	int err = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	jw_init(&w, f, true);
-	task_write_json(&w, t);
-	if (fflush(f) || ferror(f))
-		err = errno ? -errno : -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return tp_write_whole(path, write_record, (void *)t);
 }
 
 /* Buckets back into log2 slots: a bucket's slot follows from its low bound. */

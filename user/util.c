@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Small helpers shared by every module: messages, validation, time and number formatting. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -301,6 +302,29 @@ ssize_t tp_slurp(const char *path, const char *what, bool required, char **out)
 	else
 		*out = buf;
 	return n;
+}
+
+int tp_write_whole(const char *path, int (*fn)(FILE *f, void *ctx), void *ctx)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int err;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	err = fn(f, ctx);
+	if (!err && (fflush(f) || ferror(f)))
+		err = errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
 }
 
 int tp_write_file(const char *path, const char *s)

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <linux/types.h>
@@ -55,5 +56,10 @@ ssize_t tp_read_file(const char *path, char *buf, size_t len);
 #define TP_TEXT_FILE_MAX (256 * 1024)
 ssize_t tp_slurp(const char *path, const char *what, bool required, char **out);
 int tp_write_file(const char *path, const char *s);
+/*
+ * path written whole or not at all: fn writes a temporary file beside it, renamed over
+ * path once fn and the flush succeed. 0, fn's -errno, or the write's.
+ */
+int tp_write_whole(const char *path, int (*fn)(FILE *f, void *ctx), void *ctx);
 
 #endif /* TP_UTIL_H */
