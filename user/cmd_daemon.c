@@ -125,7 +125,10 @@ static int live_record(void *ctx, const char *id, struct jw *w)
 	struct dtask *t = find_task(ctx, id);
 	struct task_record rec;
 
-	if (!t || session__live(&t->s, &rec))
+	if (!t)
+		return -ENOENT;
+	collector__poll(t->d->c, 0);
+	if (session__live(&t->s, &rec))
 		return -ENOENT;
 	task_write_json(w, &rec);
 	task_record_fini(&rec);
@@ -213,6 +216,8 @@ static void list_tasks(struct daemon *d, int fd)
 		return;
 	}
 	fputs("ok\n", f);
+	/* The events so far, drained once for every task's figures. */
+	collector__poll(d->c, 0);
 	for (int i = 0; i < d->ntasks; i++) {
 		struct dtask *t = d->tasks[i];
 		struct task_record rec;

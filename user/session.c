@@ -116,23 +116,33 @@ void session__interrupt(struct session *s)
 	}
 }
 
-/* The task's live figures now, for a phase boundary. */
+/* A snapshot at now of figures f (NULL: unreadable) and cpu.stat cs (NULL: unreadable). */
+static void snap_of(struct phase_snap *snap, __u64 now, const struct task_figures *f,
+		    const struct cg_cpu_stat *cs)
+{
+	memset(snap, 0, sizeof(*snap));
+	snap->t_ns = now;
+	if (!f)
+		return;
+	/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
+	snap->cpu_ns = cs ? cs->usage_us * 1000 : f->cpu_ns;
+	snap->execs = f->execs;
+	snap->read_bytes = f->io_blk_read_bytes;
+	snap->write_bytes = f->io_blk_write_bytes;
+	snap->runq = f->runq;
+}
+
+/* The task's live figures now, for a phase boundary: events drained first. */
 static void snapshot(struct session *s, struct phase_snap *snap)
 {
 	struct task_figures f;
 	struct cg_cpu_stat cs;
+	bool have_f;
 
 	collector__poll(s->c, 0);
-	memset(snap, 0, sizeof(*snap));
-	snap->t_ns = tp_now_ns();
-	if (collector__read(s->c, s->slot, &f))
-		return;
-	/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
-	snap->cpu_ns = cgroup_read_cpu_stat(s->cgroup, &cs) ? f.cpu_ns : cs.usage_us * 1000;
-	snap->execs = f.execs;
-	snap->read_bytes = f.io_blk_read_bytes;
-	snap->write_bytes = f.io_blk_write_bytes;
-	snap->runq = f.runq;
+	have_f = !collector__read(s->c, s->slot, &f);
+	snap_of(snap, tp_now_ns(), have_f ? &f : NULL,
+		have_f && !cgroup_read_cpu_stat(s->cgroup, &cs) ? &cs : NULL);
 }
 
 /* One line of the task's metrics language: taken, or refused and counted (the reason). */
@@ -540,12 +550,12 @@ int session__live(struct session *s, struct task_record *out)
 	struct phases *ph = NULL;
 	struct phase_snap snap;
 	size_t nprogs;
+	bool have_f;
 	__u64 now;
 
 	if (s->slot < 0 || s->done)
 		return -ENOENT;
-	snapshot(s, &snap);
-	now = snap.t_ns;
+	now = tp_now_ns();
 	*out = s->rec;
 	out->net = (struct net_figures){ 0 };
 	out->progs = NULL;
@@ -557,6 +567,14 @@ int session__live(struct session *s, struct task_record *out)
 	out->end = TASK_RUNNING;
 	out->wall_ns = now - s->start_ns;
 	out->main_wall_ns = (s->main_done ? s->main_end_ns : now) - s->start_ns;
+	/* Each read once: the figures, cpu.stat, memory.peak. */
+	have_f = !collector__read(s->c, s->slot, &out->fig);
+	out->have_cpu_stat = !cgroup_read_cpu_stat(s->cgroup, &out->cpu_stat);
+	out->cpu_stat_note = NULL;
+	out->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &out->memory_peak);
+	out->memory_peak_source = out->have_memory_peak ? "cgroup:memory.peak" : NULL;
+	snap_of(&snap, now, have_f ? &out->fig : NULL,
+		have_f && out->have_cpu_stat ? &out->cpu_stat : NULL);
 	/* The phases as they would end now: a copy, the open ones closed and unfinished. */
 	ph = calloc(1, sizeof(*ph));
 	if (ph) {
@@ -578,7 +596,6 @@ int session__live(struct session *s, struct task_record *out)
 	out->leftovers = s->leftovers;
 	out->leftover_action = s->action;
 	out->peak_cores = (double)s->sampler.peak_millicores / 1000.0;
-	collector__read(s->c, s->slot, &out->fig);
 	collector__net(s->c, s->slot, &s->p.cfg->http_ports, &out->net);
 	progs = collector__programs(s->c, s->slot, &nprogs);
 	task_set_programs(out, progs, nprogs);
@@ -586,10 +603,6 @@ int session__live(struct session *s, struct task_record *out)
 	out->skipped_runs = collector__skipped_runs(s->c);
 	out->by_daemon = s->p.by_daemon;
 	notes__rebase(&out->notes, collector__notes(s->c, s->slot), s->start_ns);
-	out->have_cpu_stat = !cgroup_read_cpu_stat(s->cgroup, &out->cpu_stat);
-	out->cpu_stat_note = NULL;
-	out->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &out->memory_peak);
-	out->memory_peak_source = out->have_memory_peak ? "cgroup:memory.peak" : NULL;
 	return 0;
 }
 
