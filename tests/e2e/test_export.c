@@ -207,6 +207,21 @@ TEST(TIER_E2E, report_opens_offline_in_chromium)
 	ASSERT_GE(pg.png_bytes, 20000, "a screenshot of it");
 	ASSERT_EQ(count_of(pg.log, "CONSOLE"), 0, "no console message");
 	ASSERT_EQ(foreign_requests(pg.net, html), 0, "nothing fetched but the file");
+	{
+		/* The check itself, on a page that does fetch: it must see the request. */
+		const char *bad = tu_tmp("fetches.html");
+		struct page ctl;
+
+		tu_write_file(bad, "<!DOCTYPE html><html><body>"
+				   "<img src=\"http://fetch.example.test/x.png\"></body></html>\n");
+		if (open_in_chromium(bad, &ctl)) {
+			ASSERT_GE(count_of(ctl.net, "fetch.example.test"), 1,
+				  "the net log records a page's fetch");
+			free(ctl.dom);
+			free(ctl.log);
+			free(ctl.net);
+		}
+	}
 	ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 5, "four timelines and their axis");
 	ASSERT_GE(count_of(pg.dom, "<polyline"), 5, "their lines drawn");
 	ASSERT_TRUE(strstr(pg.dom, ">fetch<") && strstr(pg.dom, ">build<"),
