@@ -23,9 +23,11 @@ const char export_usage[] =
 	"A stored task in a format other tools open:\n"
 	"  chrome-trace  Trace Event JSON (Perfetto, chrome://tracing): the task and its\n"
 	"                phases as durations, notable events as instants, CPU, memory,\n"
-	"                disk and processes as counters (timestamps: us since the start)\n"
+	"                disk, processes and network as counters (timestamps: us since\n"
+	"                the start)\n"
 	"  csv           the series, one row a sample: t_ms, cpu_millicores, mem_bytes,\n"
-	"                read_bytes_per_s, write_bytes_per_s, procs, phase\n"
+	"                read_bytes_per_s, write_bytes_per_s, procs, phase,\n"
+	"                net_rx_bytes_per_s, net_tx_bytes_per_s\n"
 	"  json          the task record (docs/task-record.md)\n"
 	"  perfherder    Perfherder data, the task and each phase a suite (the same as\n"
 	"                run --perfherder's line, without its prefix)\n"
@@ -58,14 +60,26 @@ static void trace_event(struct jw *w, const char *name, const char *cat, const c
 	jw_ku64(w, "tid", 1);
 }
 
+/* A counter track of the trace: one or two series fields (field 0, millicores, as cores). */
+struct trace_counter {
+	const char *name;
+	const char *key[2];
+	int field[2];
+};
+
+static const struct trace_counter counters[] = {
+	{ "cpu", { "cores" }, { 0 } },
+	{ "memory", { "bytes" }, { 1 } },
+	{ "disk", { "read_bytes_per_s", "write_bytes_per_s" }, { 2, 3 } },
+	{ "processes", { "alive" }, { 4 } },
+	{ "network", { "rx_bytes_per_s", "tx_bytes_per_s" }, { 6, 7 } },
+};
+
 /* Trace Event Format: an object with traceEvents; ts and dur in microseconds. */
 static void write_chrome(FILE *f, const struct export *x)
 {
 	const struct json *phases = json_get(x->rec, "phases"), *ev = json_get(x->rec, "events");
 	const struct json *m = json_get(x->rec, "metrics");
-	static const char *const keys[] = { "cores", "bytes", "read_bytes_per_s",
-					    "write_bytes_per_s", "alive" };
-	static const char *const counters[] = { "cpu", "memory", "disk", "disk", "processes" };
 	char title[TP_ID_MAX + 16];
 	struct jw w;
 
@@ -132,20 +146,18 @@ static void write_chrome(FILE *f, const struct export *x)
 	for (size_t i = 0; i < x->n; i++) {
 		const struct series_point *pt = &x->pts[i];
 
-		for (int c = 0; c < 5; c++) {
-			if (c == 3)
-				continue; /* written with disk's read rate */
-			trace_event(&w, counters[c], "resource", "C", pt->t_ms * 1000);
+		for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
+			const struct trace_counter *tc = &counters[c];
+
+			trace_event(&w, tc->name, "resource", "C", pt->t_ms * 1000);
 			jw_key(&w, "args");
 			jw_obj_begin(&w);
-			jw_key(&w, keys[c]);
-			if (c == 0)
-				jw_double(&w, (double)pt->v[0] / 1000.0);
-			else
-				jw_i64(&w, pt->v[c]);
-			if (c == 2) {
-				jw_key(&w, keys[3]);
-				jw_i64(&w, pt->v[3]);
+			for (int k = 0; k < 2 && tc->key[k]; k++) {
+				jw_key(&w, tc->key[k]);
+				if (tc->field[k] == 0)
+					jw_double(&w, (double)pt->v[0] / 1000.0);
+				else
+					jw_i64(&w, pt->v[tc->field[k]]);
 			}
 			jw_obj_end(&w);
 			jw_obj_end(&w);
@@ -185,12 +197,14 @@ static void write_csv(FILE *f, const struct export *x)
 		const struct series_point *pt = &x->pts[i];
 
 		fprintf(f, "%llu", (unsigned long long)pt->t_ms);
-		for (int k = 0; k < SERIES_PHASE; k++)
-			fprintf(f, ",%lld", (long long)pt->v[k]);
-		fputc(',', f);
-		if (pt->v[SERIES_PHASE] > 0)
-			csv_field(f, query_phase_at(phases, (size_t)pt->v[SERIES_PHASE], pbuf,
-						    sizeof(pbuf)));
+		for (int k = 0; k < SERIES_FIELDS; k++) {
+			fputc(',', f);
+			if (k != SERIES_PHASE)
+				fprintf(f, "%lld", (long long)pt->v[k]);
+			else if (pt->v[k] > 0)
+				csv_field(f, query_phase_at(phases, (size_t)pt->v[k], pbuf,
+							    sizeof(pbuf)));
+		}
 		fputc('\n', f);
 	}
 }

@@ -1366,6 +1366,7 @@ static int read_io_mem(struct collector *c, __u32 key, struct task_figures *out)
 {
 	const struct tp_io_stats *io = c->percpu_buf;
 	struct tp_mem_stats ms;
+	struct tp_net_stats ns;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.io_stats), &key, c->percpu_buf))
 		return -errno;
@@ -1388,6 +1389,10 @@ static int read_io_mem(struct collector *c, __u32 key, struct task_figures *out)
 	out->rss_bytes = ms.rss_bytes;
 	out->peak_rss_bytes = ms.peak_rss_bytes;
 	out->oom_kills = ms.oom_kills;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &ns))
+		return -errno;
+	out->net_rx_bytes = ns.tcp.rx_bytes;
+	out->net_tx_bytes = ns.tcp.tx_bytes;
 	return 0;
 }
 

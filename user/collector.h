@@ -61,6 +61,9 @@ struct task_figures {
 	__s64 rss_bytes;
 	__s64 peak_rss_bytes;
 	__u64 oom_kills;
+	/* TCP payload received and acked by the peer (net_stats), for the series' rates */
+	__u64 net_rx_bytes;
+	__u64 net_tx_bytes;
 };
 
 /* Called for each exec of a tracked task as events are drained (args: NUL-separated). */

@@ -374,6 +374,16 @@ int report_html(FILE *f, const struct report_input *in)
 			  NULL,
 			  0,
 			  NULL },
+			{ "network (TCP payload)",
+			  { 6, 7 },
+			  { "#1f8a8a", "#c23b6b" },
+			  { "received", "sent" },
+			  1,
+			  2,
+			  0,
+			  NULL,
+			  0,
+			  NULL },
 		};
 
 		for (size_t i = 0; i < ARRAY_SIZE(charts); i++)
@@ -382,7 +392,7 @@ int report_html(FILE *f, const struct report_input *in)
 	}
 	fprintf(f,
 		"<p class=\"meta\">Each column is %s: its band spans the samples' min to max, "
-		"the line is their mean. Network figures are totals only (no series).</p>\n",
+		"the line is their mean.</p>\n",
 		tp_fmt_dur(a, sizeof(a), span_ms * 1000000ULL / REPORT_COLUMNS));
 
 	if (json_len(phases)) {

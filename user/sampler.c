@@ -75,6 +75,8 @@ int sampler__sample(struct sampler *s, __u64 now_ns)
 	p->v[2] = rate(f.io_blk_read_bytes, s->last.io_blk_read_bytes, dt);
 	p->v[3] = rate(f.io_blk_write_bytes, s->last.io_blk_write_bytes, dt);
 	p->v[4] = f.alive > 0 ? f.alive : 0;
+	p->v[6] = rate(f.net_rx_bytes, s->last.net_rx_bytes, dt);
+	p->v[7] = rate(f.net_tx_bytes, s->last.net_tx_bytes, dt);
 	p->v[SERIES_PHASE] =
 		s->phases && s->phases->depth ? s->phases->stack[s->phases->depth - 1] + 1 : 0;
 	if (p->v[0] > s->peak_millicores)

@@ -7,18 +7,20 @@
 
 #include "series.h"
 
-#define SERIES_MAGIC 0x32535054u    /* "TPS2": six fields */
+#define SERIES_MAGIC 0x33535054u    /* "TPS3": eight fields */
+#define SERIES_MAGIC_V2 0x32535054u /* "TPS2": six, no network; still read */
 #define SERIES_MAGIC_V1 0x31535054u /* "TPS1": five, no phase; still read */
 #define SERIES_MAX_POINTS (1u << 20)
 
 /*
- * Stored precision per field: memory in 4 KiB pages, disk rates in KiB/s. Finer
+ * Stored precision per field: memory in 4 KiB pages, disk and network rates in KiB/s. Finer
  * digits are noise that costs bytes; decoding multiplies back.
  */
-static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1, 1 };
+static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1, 1, 1024, 1024 };
 
 const char *const series_field_names[SERIES_FIELDS] = {
-	"cpu_millicores", "mem_bytes", "read_bytes_per_s", "write_bytes_per_s", "procs", "phase",
+	"cpu_millicores", "mem_bytes", "read_bytes_per_s",   "write_bytes_per_s",
+	"procs",	  "phase",     "net_rx_bytes_per_s", "net_tx_bytes_per_s",
 };
 
 static size_t put_varint(unsigned char *o, __u64 v)
@@ -124,9 +126,14 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 	if (len < 8)
 		return -EINVAL;
 	memcpy(hdr, b, sizeof(hdr));
-	if (hdr[0] != SERIES_MAGIC && hdr[0] != SERIES_MAGIC_V1)
+	if (hdr[0] == SERIES_MAGIC)
+		fields = SERIES_FIELDS;
+	else if (hdr[0] == SERIES_MAGIC_V2)
+		fields = 6;
+	else if (hdr[0] == SERIES_MAGIC_V1)
+		fields = 5;
+	else
 		return -EINVAL;
-	fields = hdr[0] == SERIES_MAGIC ? SERIES_FIELDS : SERIES_FIELDS - 1;
 	raw_len = hdr[1];
 	if (raw_len > (uLongf)SERIES_MAX_POINTS * (SERIES_FIELDS + 1) * 10 + 16)
 		return -EINVAL;

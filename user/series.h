@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define SERIES_FIELDS 6
+#define SERIES_FIELDS 8
 #define SERIES_PHASE 5 /* the field holding the phase open at the sample */
 
 /* One sample: integers, so that blocks encode as small deltas. */
@@ -16,14 +16,15 @@ struct series_point {
 };
 
 /*
- * cpu millicores, resident bytes, disk read B/s, disk write B/s, processes alive, and
- * the innermost phase open then (1 + its index in the record's phases; 0: none)
+ * cpu millicores, resident bytes, disk read B/s, disk write B/s, processes alive, the
+ * innermost phase open then (1 + its index in the record's phases; 0: none), and TCP
+ * payload received and sent, B/s
  */
 extern const char *const series_field_names[SERIES_FIELDS];
 
 /*
  * Column-major zigzag-varint deltas, then zlib: *out is malloc'd. Memory is kept to
- * 4 KiB and disk rates to 1 KiB/s.
+ * 4 KiB and disk and network rates to 1 KiB/s.
  */
 int series_encode(const struct series_point *p, size_t n, void **out, size_t *len);
 /* Appends the decoded points of one block to *pts (realloc'd), *n updated. */

@@ -11,7 +11,59 @@
 #include "util.h"
 
 /*
- * A task with nested phases, a CPU burst and a failed exit, at a 100 ms interval:
+ * A loopback connection of its own: the client sends 4 MiB in 64 paced writes, then
+ * the server sends 1 MiB back in 16. Only connected sockets are counted (the task's
+ * endpoints), so the task sent 4 MiB and received 1 MiB.
+ */
+static const char xfer_py[] = "import socket, threading, time\n"
+			      "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+			      "def serve():\n"
+			      "    c, _ = s.accept(); got = 0\n"
+			      "    while got < 4 << 20:\n"
+			      "        b = c.recv(65536)\n"
+			      "        if not b: break\n"
+			      "        got += len(b)\n"
+			      "    for i in range(16):\n"
+			      "        c.sendall(b'y' * 65536); time.sleep(0.02)\n"
+			      "    c.close()\n"
+			      "t = threading.Thread(target=serve); t.start()\n"
+			      "k = socket.create_connection(s.getsockname())\n"
+			      "for i in range(64):\n"
+			      "    k.sendall(b'x' * 65536); time.sleep(0.008)\n"
+			      "got = 0\n"
+			      "while got < 1 << 20:\n"
+			      "    b = k.recv(65536)\n"
+			      "    if not b: break\n"
+			      "    got += len(b)\n"
+			      "k.close(); t.join()\n";
+
+#define XFER_SENT (4 << 20)
+#define XFER_RECEIVED (1 << 20)
+
+/* The bytes a rate column of the CSV adds up to: each sample's rate over its interval. */
+static double csv_integral(const char *csv, int col)
+{
+	double sum = 0, prev_t = 0;
+	const char *line = strchr(csv, '\n');
+
+	for (; line && line[1]; line = strchr(line + 1, '\n')) {
+		const char *f = line + 1;
+		double t = atof(f);
+
+		for (int k = 0; k < col && f; k++) {
+			f = strchr(f, ',');
+			f = f ? f + 1 : NULL;
+		}
+		if (f)
+			sum += atof(f) * (t - prev_t) / 1000.0;
+		prev_t = t;
+	}
+	return sum;
+}
+
+/*
+ * A task with nested phases, a CPU burst, a failed exit and a loopback transfer (4 MiB
+ * out, 1 MiB in), at a 100 ms interval:
  * the chrome-trace export is checked by Python's json against the record and the CSV
  * (tests/helpers/check_trace.py); the CSV has a row per stored sample; json is the
  * record `show --json` gives; perfherder is the line run --perfherder printed.
@@ -19,7 +71,7 @@
 TEST(TIER_E2E, export_formats_match_the_record)
 {
 	const char *db = tu_tmp("x.db"), *trace = tu_tmp("t.json"), *csv = tu_tmp("s.csv");
-	const char *rec_path = tu_tmp("rec.json"), *ph = tu_tmp("ph.json");
+	const char *rec_path = tu_tmp("rec.json"), *ph = tu_tmp("ph.json"), *py = tu_tmp("x.py");
 	char script[2048];
 	const struct json *rec;
 	struct tu_result r;
@@ -28,8 +80,10 @@ TEST(TIER_E2E, export_formats_match_the_record)
 
 	snprintf(script, sizeof(script),
 		 "echo BEGIN_PHASE build; echo BEGIN_PHASE compile.c; %s 1 600;"
-		 " echo END_PHASE compile.c; sh -c 'exit 3'; sleep 0.3; echo END_PHASE build",
-		 tu_helper("burn"));
+		 " echo END_PHASE compile.c; sh -c 'exit 3'; python3 %s; sleep 0.3;"
+		 " echo END_PHASE build",
+		 tu_helper("burn"), py);
+	tu_write_file(py, xfer_py);
 	tu_tp(&r, 60, "run", "--id", "x1", "--db", db, "--interval", "100", "--perfherder",
 	      "--quiet", "--json", rec_path, "--", "sh", "-c", script, NULL);
 	ASSERT_EQ(r.status, 0, "the task");
@@ -63,7 +117,14 @@ TEST(TIER_E2E, export_formats_match_the_record)
 		tu_tp(&s, 30, "series", "x1", "--db", db, "--json", NULL);
 		ASSERT_EQ(rows - 1, tu_num(tu_parse_json(s.out), "samples"), "a row per sample");
 	}
-	ASSERT_TRUE(strstr(r.out, ",compile.c\n") != NULL, "a sample's phase by its name");
+	ASSERT_TRUE(strstr(r.out, ",compile.c,") != NULL, "a sample's phase by its name");
+	/* The network columns add up to what the task sent itself (KiB/s stored). */
+	ASSERT_EQ(tu_metric(rec, "net.rx_bytes"), XFER_RECEIVED, "received: the 1 MiB sent back");
+	ASSERT_EQ(tu_metric(rec, "net.tx_bytes"), XFER_SENT, "sent: the 4 MiB, acked");
+	ASSERT_NEAR(csv_integral(r.out, 7), XFER_RECEIVED, 0.03,
+		    "the rx rates add up to the bytes received");
+	ASSERT_NEAR(csv_integral(r.out, 8), XFER_SENT, 0.03,
+		    "the tx rates add up to the bytes sent");
 	/* perfherder: the same data run --perfherder printed, without the prefix. */
 	nl = strchr(line, '\n');
 	if (nl)
@@ -222,7 +283,7 @@ TEST(TIER_E2E, report_opens_offline_in_chromium)
 			free(ctl.net);
 		}
 	}
-	ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 5, "four timelines and their axis");
+	ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 6, "five timelines and their axis");
 	ASSERT_GE(count_of(pg.dom, "<polyline"), 5, "their lines drawn");
 	ASSERT_TRUE(strstr(pg.dom, ">fetch<") && strstr(pg.dom, ">build<"),
 		    "the phase names in the rendered text");
@@ -261,7 +322,7 @@ TEST(TIER_E2E, report_of_a_three_hour_task)
 	ASSERT_LE(st.st_size, 1 << 20, "three hours, under 1 MiB");
 	if (open_in_chromium(html, &pg)) {
 		ASSERT_EQ(count_of(pg.log, "CONSOLE"), 0, "no console message");
-		ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 5, "its timelines");
+		ASSERT_EQ(count_of(pg.dom, "<svg class=\"chart\""), 6, "its timelines");
 		ASSERT_TRUE(strstr(pg.dom, "a:b #1") != NULL, "the odd phase name, as text");
 		free(pg.dom);
 		free(pg.log);

@@ -57,7 +57,9 @@ for name, col, key, scale in (("cpu", "cpu_millicores", "cores", 1000),
                               ("memory", "mem_bytes", "bytes", 1),
                               ("disk", "read_bytes_per_s", "read_bytes_per_s", 1),
                               ("disk", "write_bytes_per_s", "write_bytes_per_s", 1),
-                              ("processes", "procs", "alive", 1)):
+                              ("processes", "procs", "alive", 1),
+                              ("network", "net_rx_bytes_per_s", "rx_bytes_per_s", 1),
+                              ("network", "net_tx_bytes_per_s", "tx_bytes_per_s", 1)):
     got = counters.get(name, [])
     if len(got) != len(rows):
         fail("%d %s counters, %d samples" % (len(got), name, len(rows)))
