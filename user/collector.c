@@ -24,6 +24,7 @@
 #include "htab.h"
 #include "net.h"
 #include "notes.h"
+#include "procs.h"
 #include "taskprobe.skel.h"
 #include "uprobe.h"
 #include "util.h"
@@ -65,11 +66,18 @@ _Static_assert(sizeof(struct tp_http_conn) == 48 + TP_HTTP_METHOD_LEN + TP_HTTP_
 	(sizeof(struct tp_cpu_stats) > sizeof(struct tp_io_stats) ? sizeof(struct tp_cpu_stats)    \
 								  : sizeof(struct tp_io_stats))
 
-/* Which program a live process runs, and how much of its CPU was already attributed. */
+/*
+ * Which program a live process runs, how much of its CPU was already attributed, and
+ * its span so far (the record's processes).
+ */
 struct proc_info {
 	__u32 prog;  /* index + 1 into slot.progs; 0: not known yet */
 	__u32 execd; /* it exec'd since its fork (or it was there before the task) */
 	__u64 base_runtime;
+	__u64 start_ns; /* its fork, or when first seen */
+	__u64 cpu_ns;
+	__u32 ppid;
+	__s32 exit; /* the shell-style status its group exit gave, or -1 */
 };
 
 struct slot {
@@ -84,6 +92,7 @@ struct slot {
 	__u64 events;
 	struct net_acc net;
 	struct notes notes;
+	struct procs done;	       /* the processes that ended or left */
 	struct bpf_link *skb_links[2]; /* plaintext HTTP: the task cgroup's packets */
 	collector_exec_fn exec_fn;     /* the task's own subscriber, or NULL */
 	void *exec_ctx;
@@ -155,6 +164,7 @@ static void slot_reset(struct slot *s)
 		bpf_link__destroy(s->skb_links[i]);
 	net_acc__fini(&s->net);
 	notes__fini(&s->notes);
+	procs__fini(&s->done);
 	free(s->progs);
 	htab__fini(&s->prog_index);
 	htab__fini(&s->procs);
@@ -194,12 +204,14 @@ static __u32 program_ref(struct slot *s, const char *path)
 	return *ref;
 }
 
-static void add_cpu(struct slot *s, __u32 prog, const char *comm, __u64 ns)
+static void add_cpu(struct slot *s, struct proc_info *pi, __u32 prog, const char *comm, __u64 ns)
 {
 	char name[TP_COMM_LEN + 2];
 
 	if (!ns)
 		return;
+	if (pi)
+		pi->cpu_ns += ns;
 	if (!prog) {
 		/* A process that never exec'd inside the task: name it by its comm. */
 		snprintf(name, sizeof(name), "[%s]", comm);
@@ -220,7 +232,62 @@ static void on_fork(struct slot *s, const struct tp_fork_event *e)
 		child->prog = prog;
 		child->execd = 0;
 		child->base_runtime = 0;
+		child->start_ns = e->hdr.ts_ns;
+		child->cpu_ns = 0;
+		child->ppid = e->parent_tgid;
+		child->exit = -1;
 	}
+}
+
+/* The parent of a process seen first at its exec (the task's first, or one from before). */
+static __u32 ppid_of(__u32 tgid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	unsigned ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (!strncmp(buf, "PPid:", 5)) {
+			ppid = (unsigned)strtoul(buf + 5, &p, 10);
+			break;
+		}
+	fclose(f);
+	return ppid;
+}
+
+/* A process first seen now, without its fork: it starts here. */
+static void first_seen(struct proc_info *pi, const struct tp_event_hdr *h)
+{
+	if (pi->start_ns)
+		return;
+	pi->start_ns = h->ts_ns;
+	pi->ppid = ppid_of(h->tgid);
+	pi->exit = -1;
+}
+
+/* A process's span ends: kept among the task's longest (its command: its program). */
+static void proc_done(struct slot *s, __u32 tgid, const struct proc_info *pi, __u64 end_ns,
+		      enum proc_end end, const char *comm)
+{
+	struct proc_span p = {
+		.start_ns = pi->start_ns,
+		.end_ns = end_ns,
+		.cpu_ns = pi->cpu_ns,
+		.pid = tgid,
+		.ppid = pi->ppid,
+		.end = end,
+		.exit = pi->exit,
+	};
+
+	if (pi->prog && pi->prog <= s->nprogs)
+		snprintf(p.command, sizeof(p.command), "%s", s->progs[pi->prog - 1].path);
+	else
+		snprintf(p.command, sizeof(p.command), "[%s]", comm);
+	procs__add(&s->done, &p);
 }
 
 static __u64 mono_ns(void)
@@ -250,6 +317,7 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 
 	if (!pi)
 		return;
+	first_seen(pi, &e->hdr);
 	memcpy(path, e->filename, sizeof(path));
 	path[sizeof(path) - 1] = '\0';
 	prog = program_ref(s, path[0] ? path : "(unknown)");
@@ -261,7 +329,8 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 	 * second exec, what the first program ran stays its own.
 	 */
 	if (e->runtime_ns > pi->base_runtime)
-		add_cpu(s, pi->execd ? pi->prog : prog, e->comm, e->runtime_ns - pi->base_runtime);
+		add_cpu(s, pi, pi->execd ? pi->prog : prog, e->comm,
+			e->runtime_ns - pi->base_runtime);
 	pi->prog = prog;
 	pi->execd = 1;
 	pi->base_runtime = e->runtime_ns;
@@ -354,9 +423,12 @@ static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 	memcpy(comm, e->comm, TP_COMM_LEN);
 	comm[TP_COMM_LEN] = '\0';
 	if (e->runtime_ns > base)
-		add_cpu(s, pi ? pi->prog : 0, comm, e->runtime_ns - base);
+		add_cpu(s, pi, pi ? pi->prog : 0, comm, e->runtime_ns - base);
 	if (pi && e->hdr.pid == e->hdr.tgid)
 		pi->base_runtime = e->runtime_ns;
+	if (pi && (e->flags & TP_EXIT_GROUP_DEAD))
+		pi->exit = e->exit_code & 0x7f ? 128 + (int)(e->exit_code & 0x7f)
+					       : (int)((e->exit_code >> 8) & 0xff);
 	if ((e->flags & TP_EXIT_GROUP_DEAD) && e->exit_code)
 		note_exit(s, e, comm);
 }
@@ -370,7 +442,9 @@ static void on_left(struct slot *s, const struct tp_exit_event *e)
 	memcpy(comm, e->comm, TP_COMM_LEN);
 	comm[TP_COMM_LEN] = '\0';
 	if (pi && e->runtime_ns > pi->base_runtime)
-		add_cpu(s, pi->prog, comm, e->runtime_ns - pi->base_runtime);
+		add_cpu(s, pi, pi->prog, comm, e->runtime_ns - pi->base_runtime);
+	if (pi && pi->start_ns)
+		proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_LEFT, comm);
 	htab__del(&s->procs, e->hdr.tgid);
 }
 
@@ -382,9 +456,12 @@ static void on_final(struct slot *s, const struct tp_exit_event *e)
 
 	memcpy(comm, e->comm, TP_COMM_LEN);
 	comm[TP_COMM_LEN] = '\0';
-	add_cpu(s, pi ? pi->prog : 0, comm, e->runtime_ns);
-	if (e->flags & TP_EXIT_GROUP_DEAD)
-		htab__del(&s->procs, e->hdr.tgid);
+	add_cpu(s, pi, pi ? pi->prog : 0, comm, e->runtime_ns);
+	if (!(e->flags & TP_EXIT_GROUP_DEAD))
+		return;
+	if (pi && pi->start_ns)
+		proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_EXITED, comm);
+	htab__del(&s->procs, e->hdr.tgid);
 }
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -1453,6 +1530,42 @@ const struct program_stat *collector__programs(const struct collector *c, int sl
 	}
 	*n = c->slots[slot].nprogs;
 	return c->slots[slot].progs;
+}
+
+int collector__processes(const struct collector *c, int slot, __u64 now_ns, struct procs *out)
+{
+	const struct slot *s;
+	const struct proc_info *pi;
+	size_t pos = 0;
+	__u64 tgid;
+
+	memset(out, 0, sizeof(*out));
+	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+		return -EINVAL;
+	s = &c->slots[slot];
+	for (size_t i = 0; i < s->done.n; i++)
+		procs__add(out, &s->done.v[i]);
+	while ((pi = htab__next(&s->procs, &pos, &tgid))) {
+		struct proc_span p = {
+			.start_ns = pi->start_ns,
+			.end_ns = now_ns,
+			.cpu_ns = pi->cpu_ns,
+			.pid = (__u32)tgid,
+			.ppid = pi->ppid,
+			.end = PROC_ALIVE,
+			.exit = -1,
+		};
+
+		if (!pi->start_ns)
+			continue; /* seen only as a parent's fork: never ran in the task */
+		if (pi->prog && pi->prog <= s->nprogs)
+			snprintf(p.command, sizeof(p.command), "%s", s->progs[pi->prog - 1].path);
+		else
+			snprintf(p.command, sizeof(p.command), "[%u]", p.pid);
+		procs__add(out, &p);
+	}
+	out->dropped += s->done.dropped;
+	return 0;
 }
 
 int collector__probed_libs(const struct collector *c, const char *name)

@@ -92,6 +92,12 @@ int collector__capture_args(struct collector *c, int slot, bool on);
 /* What this collector collects (collect.h): its programs loaded and attached. */
 unsigned collector__collects(const struct collector *c);
 
+struct procs;
+/*
+ * The slot's processes: those that ended or left, and those alive (ending at now_ns),
+ * the PROCS_MAX longest (times CLOCK_MONOTONIC; out is the caller's to free).
+ */
+int collector__processes(const struct collector *c, int slot, __u64 now_ns, struct procs *out);
 struct notes;
 /* The slot's notable moments so far (times CLOCK_MONOTONIC); empty for a free slot. */
 const struct notes *collector__notes(const struct collector *c, int slot);

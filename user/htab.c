@@ -155,6 +155,17 @@ void htab__del(struct htab *h, __u64 key)
 	}
 }
 
+void *htab__next(const struct htab *h, size_t *pos, __u64 *key)
+{
+	for (; *pos < h->cap; (*pos)++) {
+		if (h->used[*pos]) {
+			*key = h->keys[*pos];
+			return h->vals + (*pos)++ * h->val_size;
+		}
+	}
+	return NULL;
+}
+
 /* FNV-1a, 64 bit. */
 __u64 tp_hash_str(const char *s)
 {

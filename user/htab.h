@@ -21,6 +21,8 @@ void *htab__get(const struct htab *h, __u64 key);
 /* The value for key, inserted zeroed when absent; NULL on ENOMEM. */
 void *htab__put(struct htab *h, __u64 key);
 void htab__del(struct htab *h, __u64 key);
+/* The next entry from *pos on (start at 0), its key in *key; NULL past the last. */
+void *htab__next(const struct htab *h, size_t *pos, __u64 *key);
 
 __u64 tp_hash_str(const char *s);
 

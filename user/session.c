@@ -507,6 +507,18 @@ static void read_cgroup_figures(struct session *s)
 	}
 }
 
+/* The task's processes as the record lists them: times since its start. */
+static void take_processes(struct session *s, __u64 now, struct procs *out)
+{
+	struct procs all;
+
+	procs__fini(out);
+	if (collector__processes(s->c, s->slot, now, &all))
+		return;
+	procs__rebase(out, &all, s->start_ns);
+	procs__fini(&all);
+}
+
 struct task_record *session__finish(struct session *s)
 {
 	struct task_record *rec = &s->rec;
@@ -540,6 +552,7 @@ struct task_record *session__finish(struct session *s)
 	rec->by_daemon = s->p.by_daemon;
 	notes__fini(&rec->notes);
 	notes__rebase(&rec->notes, collector__notes(s->c, s->slot), s->start_ns);
+	take_processes(s, now, &rec->procs);
 	read_cgroup_figures(s);
 	return rec;
 }
@@ -564,6 +577,7 @@ int session__live(struct session *s, struct task_record *out)
 	out->um_owned = NULL;
 	out->rules_owned = NULL;
 	out->notes = (struct notes){ 0 };
+	out->procs = (struct procs){ 0 };
 	out->end = TASK_RUNNING;
 	out->wall_ns = now - s->start_ns;
 	out->main_wall_ns = (s->main_done ? s->main_end_ns : now) - s->start_ns;
@@ -603,6 +617,7 @@ int session__live(struct session *s, struct task_record *out)
 	out->skipped_runs = collector__skipped_runs(s->c);
 	out->by_daemon = s->p.by_daemon;
 	notes__rebase(&out->notes, collector__notes(s->c, s->slot), s->start_ns);
+	take_processes(s, now, &out->procs);
 	return 0;
 }
 

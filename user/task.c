@@ -119,6 +119,7 @@ void task_record_fini(struct task_record *t)
 	free(t->rules_owned);
 	t->rules_owned = NULL;
 	notes__fini(&t->notes);
+	procs__fini(&t->procs);
 	net_figures_fini(&t->net);
 }
 
@@ -563,6 +564,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_key(w, "network");
 	net_write_json(w, &t->net);
 	notes__write_json(w, &t->notes);
+	procs__write_json(w, &t->procs);
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
@@ -763,7 +765,9 @@ int task_from_json(struct task_record *t, const struct json *j)
 	    anchors_from_json(t, json_get(j, "log_anchors")))
 		return -ENOMEM;
 	if (notes__from_json(&t->notes, json_get(j, "events"),
-			     (__u64)json_num(j, "events_dropped")))
+			     (__u64)json_num(j, "events_dropped")) ||
+	    procs__from_json(&t->procs, json_get(j, "processes"),
+			     (__u64)json_num(j, "processes_dropped")))
 		return -EINVAL;
 	n = json_len(progs);
 	if (n) {

@@ -13,6 +13,7 @@
 #include "net.h"
 #include "notes.h"
 #include "phases.h"
+#include "procs.h"
 #include "rules.h"
 #include "usermetrics.h"
 #include "util.h"
@@ -85,6 +86,7 @@ struct task_record {
 	__u64 skipped_runs; /* BPF program runs the kernel skipped (recursion), host-wide */
 	bool by_daemon;	    /* the host daemon's collector, not one embedded in `run` */
 	struct notes notes; /* notable moments, times since the start; owned */
+	struct procs procs; /* processes, the longest-lived, times since the start; owned */
 	unsigned collect;   /* what was collected (collect.h); 0: everything */
 };
 

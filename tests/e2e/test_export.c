@@ -374,3 +374,109 @@ TEST(TIER_E2E, report_of_a_three_hour_task)
 		free(text);
 	}
 }
+
+/* The record's process with this pid, or NULL. */
+static const struct json *process(const struct json *rec, long pid)
+{
+	const struct json *ps = json_get(rec, "processes");
+
+	for (size_t i = 0; i < json_len(ps); i++)
+		if ((long)tu_num(json_at(ps, i), "pid") == pid)
+			return json_at(ps, i);
+	return NULL;
+}
+
+static long pid_line(const char *text, int n)
+{
+	for (; text && n > 0; n--) {
+		text = strchr(text, '\n');
+		text = text ? text + 1 : NULL;
+	}
+	return text ? atol(text) : -1;
+}
+
+/*
+ * The record's processes against what the task made: 6 processes (the shell, burn
+ * and its 2 children, a shell that exits 5 after sleep 0.4), each pid the shell's $!,
+ * parents, exit codes and spans as made; the children's CPU is burn's rusage of them.
+ */
+TEST(TIER_E2E, processes_listed_with_their_spans)
+{
+	const char *j = tu_tmp("p.json"), *truth = tu_tmp("truth"), *pids = tu_tmp("pids");
+	const struct json *rec, *ps, *b, *x, *main_p = NULL;
+	double children, self, child_cpu = 0, sum = 0, progs = 0;
+	char script[2048], *text = NULL;
+	struct tu_result r;
+
+	snprintf(script, sizeof(script),
+		 "%s 2 300 %s & echo $! > %s; sh -c 'sleep 0.4; exit 5' & echo $! >> %s;"
+		 " echo $$ >> %s; wait",
+		 tu_helper("burn"), truth, pids, pids, pids);
+	tu_tp(&r, 60, "run", "--quiet", "--no-db", "--json", j, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "the task");
+	rec = tu_load_json(j);
+	if (!ASSERT_TRUE(rec && tp_slurp(pids, "pids", true, &text) > 0, "record and pids") ||
+	    !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
+		return;
+	ps = json_get(rec, "processes");
+	ASSERT_EQ(json_len(ps), 6, "six processes");
+	ASSERT_EQ(tu_num(rec, "processes_dropped"), 0, "none dropped");
+	b = process(rec, pid_line(text, 0));
+	x = process(rec, pid_line(text, 1));
+	main_p = process(rec, pid_line(text, 2));
+	if (!ASSERT_TRUE(b && x && main_p, "burn, the exiting shell and the main shell by pid")) {
+		free(text);
+		return;
+	}
+	ASSERT_TRUE(strstr(json_str(b, "command"), "/burn") != NULL, "burn's command");
+	ASSERT_EQ(tu_num(b, "ppid"), pid_line(text, 2), "burn's parent: the shell");
+	ASSERT_EQ(tu_num(x, "ppid"), pid_line(text, 2), "the other's parent: the shell");
+	ASSERT_EQ(tu_num(x, "exit"), 5, "exit 5");
+	ASSERT_STREQ(json_str(x, "end"), "exited", "ended by exit");
+	ASSERT_GE(tu_num(x, "end_ms") - tu_num(x, "start_ms"), 400, "it lived 0.4 s at least");
+	ASSERT_LE(tu_num(x, "end_ms") - tu_num(x, "start_ms"), 1000, "and not much more");
+	ASSERT_LE(tu_num(main_p, "start_ms"), tu_num(b, "start_ms"), "the shell started first");
+	ASSERT_GE(tu_num(main_p, "end_ms"), tu_num(x, "end_ms"), "and ended last");
+	for (size_t i = 0; i < json_len(ps); i++) {
+		const struct json *p = json_at(ps, i);
+
+		sum += tu_num(p, "cpu_ns");
+		if (tu_num(p, "ppid") == tu_num(b, "pid")) {
+			child_cpu += tu_num(p, "cpu_ns");
+			ASSERT_EQ(tu_num(p, "exit"), 0, "burn's child exit 0");
+		}
+	}
+	ASSERT_NEAR(child_cpu, children, 0.03, "burn's children: their rusage");
+	for (size_t i = 0; i < json_len(json_get(rec, "programs")); i++)
+		progs += tu_num(json_at(json_get(rec, "programs"), i), "cpu_ns");
+	ASSERT_EQ((long long)sum, (long long)progs, "processes' CPU = programs' CPU");
+	free(text);
+}
+
+/* 700 short processes and one long: the 512 longest are kept, the long one among them. */
+TEST(TIER_E2E, processes_list_keeps_the_longest)
+{
+	const char *j = tu_tmp("p.json");
+	const struct json *rec, *ps;
+	struct tu_result r;
+	int sleeps = 0;
+
+	tu_tp(&r, 120, "run", "--quiet", "--no-db", "--json", j, "--", "sh", "-c",
+	      "sleep 0.5 & i=0; while [ $i -lt 700 ]; do /bin/true; i=$((i+1)); done; wait", NULL);
+	ASSERT_EQ(r.status, 0, "the task");
+	rec = tu_load_json(j);
+	if (!ASSERT_TRUE(rec != NULL, "the record"))
+		return;
+	ps = json_get(rec, "processes");
+	ASSERT_EQ(json_len(ps), 512, "512 kept");
+	ASSERT_EQ(tu_num(rec, "processes_dropped"), 702 - 512, "the rest counted");
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 702, "702 execs");
+	for (size_t i = 0; i < json_len(ps); i++)
+		sleeps += strstr(json_str(json_at(ps, i), "command"), "sleep") != NULL;
+	ASSERT_EQ(sleeps, 1, "the sleep is kept");
+	for (size_t i = 1; i < json_len(ps); i++)
+		if (!CHECK(tu_num(json_at(ps, i), "start_ms") >=
+				   tu_num(json_at(ps, i - 1), "start_ms"),
+			   "sorted by start"))
+			break;
+}
