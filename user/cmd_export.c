@@ -22,7 +22,8 @@ const char export_usage[] =
 	"usage: taskprobe export ID --format FORMAT [-o FILE] [--db PATH] [--config PATH]\n"
 	"A stored task in a format other tools open:\n"
 	"  chrome-trace  Trace Event JSON (Perfetto, chrome://tracing): the task and its\n"
-	"                phases as durations, notable events as instants, CPU, memory,\n"
+	"                phases as durations, each process as a duration on its own\n"
+	"                track, notable events as instants, CPU, memory,\n"
 	"                disk, processes and network as counters (timestamps: us since\n"
 	"                the start)\n"
 	"  csv           the series, one row a sample: t_ms, cpu_millicores, mem_bytes,\n"
@@ -47,8 +48,8 @@ struct export
 	const char *record_text;
 };
 
-static void trace_event(struct jw *w, const char *name, const char *cat, const char *ph,
-			__u64 ts_us)
+static void trace_event_on(struct jw *w, const char *name, const char *cat, const char *ph,
+			   __u64 ts_us, __u64 tid)
 {
 	jw_obj_begin(w);
 	jw_kstr(w, "name", name);
@@ -57,7 +58,58 @@ static void trace_event(struct jw *w, const char *name, const char *cat, const c
 	jw_kstr(w, "ph", ph);
 	jw_ku64(w, "ts", ts_us);
 	jw_ku64(w, "pid", 1);
-	jw_ku64(w, "tid", 1);
+	jw_ku64(w, "tid", tid);
+}
+
+/* An event on the task's own track (tid 1). */
+static void trace_event(struct jw *w, const char *name, const char *cat, const char *ph,
+			__u64 ts_us)
+{
+	trace_event_on(w, name, cat, ph, ts_us, 1);
+}
+
+/* A command's last path component, the name a process's track and span get. */
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+/* Each process on a track of its own (tid: its pid), named by its command. */
+static void trace_processes(struct jw *w, const struct json *ps)
+{
+	for (size_t i = 0; i < json_len(ps); i++) {
+		const struct json *p = json_at(ps, i);
+		__u64 pid = (__u64)json_num(p, "pid");
+		__u64 t0 = (__u64)(json_num(p, "start_ms") * 1000 + 0.5);
+		__u64 t1 = (__u64)(json_num(p, "end_ms") * 1000 + 0.5);
+		const char *cmd = json_str(p, "command");
+		char name[160];
+
+		snprintf(name, sizeof(name), "%s %llu", base_name(cmd), (unsigned long long)pid);
+		trace_event_on(w, "thread_name", NULL, "M", 0, pid);
+		jw_key(w, "args");
+		jw_obj_begin(w);
+		jw_kstr(w, "name", name);
+		jw_obj_end(w);
+		jw_obj_end(w);
+		trace_event_on(w, base_name(cmd), "process", "X", t0, pid);
+		jw_ku64(w, "dur", t1 > t0 ? t1 - t0 : 0);
+		jw_key(w, "args");
+		jw_obj_begin(w);
+		jw_ku64(w, "pid", pid);
+		jw_ku64(w, "ppid", (__u64)json_num(p, "ppid"));
+		jw_kstr(w, "command", cmd);
+		jw_ku64(w, "cpu_ns", (__u64)json_num(p, "cpu_ns"));
+		jw_kstr(w, "end", json_str(p, "end"));
+		if (json_get(p, "exit")) {
+			jw_key(w, "exit");
+			jw_i64(w, (__s64)json_num(p, "exit"));
+		}
+		jw_obj_end(w);
+		jw_obj_end(w);
+	}
 }
 
 /* A counter track of the trace: one or two series fields (field 0, millicores, as cores). */
@@ -142,6 +194,7 @@ static void write_chrome(FILE *f, const struct export *x)
 		jw_obj_end(&w);
 		jw_obj_end(&w);
 	}
+	trace_processes(&w, json_get(x->rec, "processes"));
 	/* The series as counters, a sample each: the stored values themselves. */
 	for (size_t i = 0; i < x->n; i++) {
 		const struct series_point *pt = &x->pts[i];

@@ -92,6 +92,7 @@ TEST(TIER_E2E, export_formats_match_the_record)
 	if (!ASSERT_TRUE(line && rec, "the perfherder line and the record"))
 		return;
 	ASSERT_EQ(json_len(json_get(rec, "phases")), 2, "two phases");
+	ASSERT_GE(json_len(json_get(rec, "processes")), 6, "its processes listed");
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "chrome-trace", "-o", trace, NULL);
 	ASSERT_EQ(r.status, 0, "export chrome-trace");
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "csv", "-o", csv, NULL);

@@ -49,6 +49,21 @@ for i, p in enumerate(want):
     if t["ts"] < q["ts"] or t["ts"] + t["dur"] > q["ts"] + q["dur"] + 1000:
         fail("phase %s is not inside %s" % (p["name"], q["name"]))
 
+procs = [e for e in events if e["ph"] == "X" and e.get("cat") == "process"]
+want = record.get("processes") or []
+if len(procs) != len(want):
+    fail("%d process spans, the record has %d" % (len(procs), len(want)))
+for t, p in zip(procs, want):
+    if (t["tid"] != p["pid"] or t["args"]["ppid"] != p["ppid"] or
+            t["args"]["cpu_ns"] != p["cpu_ns"] or t["args"].get("exit") != p.get("exit") or
+            t["ts"] != round(p["start_ms"] * 1000) or
+            abs(t["ts"] + t["dur"] - p["end_ms"] * 1000) > 1 or
+            not p["command"].endswith(t["name"])):
+        fail("process %d: %r, the record has %r" % (p["pid"], t, p))
+names = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+if names != {p["pid"] for p in want}:
+    fail("process tracks are not named")
+
 counters = {}
 for e in events:
     if e["ph"] == "C":
@@ -69,5 +84,5 @@ for name, col, key, scale in (("cpu", "cpu_millicores", "cores", 1000),
 instants = [e for e in events if e["ph"] == "i"]
 if [e["name"] for e in instants] != [e["kind"] for e in record["events"]]:
     fail("instants are not the record's events")
-print("ok: %d events, %d phases, %d samples, %d instants" % (len(events), len(phases), len(rows),
-                                                          len(instants)))
+print("ok: %d events, %d phases, %d processes, %d samples, %d instants" % (
+    len(events), len(phases), len(procs), len(rows), len(instants)))
