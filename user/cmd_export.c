@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "fxprofile.h"
 #include "json.h"
 #include "query.h"
 #include "series.h"
@@ -32,11 +33,21 @@ const char export_usage[] =
 	"  json          the task record (docs/task-record.md)\n"
 	"  perfherder    Perfherder data, the task and each phase a suite (the same as\n"
 	"                run --perfherder's line, without its prefix)\n"
+	"  firefox-profiler  a processed profile (version 70) that profiler.firefox.com\n"
+	"                opens: phases, processes and notable events as markers, a CPU\n"
+	"                graph, memory, disk and network as counters\n"
 	"  -o FILE       write FILE (whole, or not at all) instead of standard output\n";
 
-enum export_format { EXPORT_CHROME, EXPORT_CSV, EXPORT_JSON, EXPORT_PERFHERDER };
+enum export_format {
+	EXPORT_CHROME,
+	EXPORT_CSV,
+	EXPORT_JSON,
+	EXPORT_PERFHERDER,
+	EXPORT_FIREFOX,
+};
 
-static const char *const format_names[] = { "chrome-trace", "csv", "json", "perfherder" };
+static const char *const format_names[] = { "chrome-trace", "csv", "json", "perfherder",
+					    "firefox-profiler" };
 
 struct export
 {
@@ -46,6 +57,7 @@ struct export
 	const struct series_point *pts;
 	size_t n;
 	const char *record_text;
+	const struct query_task *q;
 };
 
 static void trace_event_on(struct jw *w, const char *name, const char *cat, const char *ph,
@@ -279,6 +291,11 @@ static int write_export(FILE *f, void *ctx)
 		if (!*x->record_text || x->record_text[strlen(x->record_text) - 1] != '\n')
 			fputc('\n', f);
 		return 0;
+	case EXPORT_FIREFOX: {
+		struct report_input in = { x->rec, x->pts, x->n, x->q->labels, x->q->nlabels };
+
+		return fxprofile_write(f, &in);
+	}
 	case EXPORT_PERFHERDER:
 		if (task_from_json(&t, x->rec)) {
 			task_record_fini(&t);
@@ -339,7 +356,8 @@ int cmd_export(int argc, char **argv)
 	if (optind != argc - 1 || fmt < 0) {
 		tp_err("export: %s; see 'taskprobe export --help'",
 		       optind != argc - 1 ? "one task id, please"
-		       : format		  ? "--format is chrome-trace, csv, json or perfherder"
+		       : format		  ? "--format is chrome-trace, csv, json, perfherder or "
+					    "firefox-profiler"
 					  : "--format FORMAT is required");
 		return 2;
 	}
@@ -352,6 +370,7 @@ int cmd_export(int argc, char **argv)
 	x.record_text = q.st.record;
 	x.pts = q.pts;
 	x.n = q.n;
+	x.q = &q;
 	if (!out)
 		err = write_export(stdout, &x) || fflush(stdout) || ferror(stdout) ? -EIO : 0;
 	else

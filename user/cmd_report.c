@@ -26,26 +26,6 @@ const char report_usage[] =
 	"tables, long ones in <details>).\n"
 	"  -o FILE   write FILE (whole, or not at all) instead of standard output\n";
 
-#define REPORT_LABELS_MAX 128
-
-struct labels {
-	struct label l[REPORT_LABELS_MAX];
-	int n;
-};
-
-static int on_label(void *ctx, const char *key, const char *value)
-{
-	struct labels *ls = ctx;
-
-	if (ls->n >= REPORT_LABELS_MAX)
-		return 0;
-	ls->l[ls->n].key = strdup(key ? key : "");
-	ls->l[ls->n].val = strdup(value ? value : "");
-	if (ls->l[ls->n].key && ls->l[ls->n].val)
-		ls->n++;
-	return 0;
-}
-
 struct report_job {
 	bool markdown;
 	struct report_input in;
@@ -69,7 +49,6 @@ int cmd_report(int argc, char **argv)
 		{ 0 },
 	};
 	const char *out = NULL, *db = NULL, *config = NULL, *id;
-	struct labels ls = { .n = 0 };
 	struct report_job job;
 	struct query_task q;
 	bool markdown = false;
@@ -113,10 +92,9 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: invalid task id: use " TP_ID_RULE);
 		return 2;
 	}
-	if (query_load_task(&q, db, config, id, true, "report") ||
-	    store__labels(q.s, q.st.tid, on_label, &ls))
+	if (query_load_task(&q, db, config, id, true, "report"))
 		goto out;
-	job = (struct report_job){ markdown, { q.rec, q.pts, q.n, ls.l, ls.n } };
+	job = (struct report_job){ markdown, { q.rec, q.pts, q.n, q.labels, q.nlabels } };
 	if (!out)
 		err = write_report(stdout, &job) || fflush(stdout) ? -EIO : 0;
 	else
@@ -125,10 +103,6 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: cannot write %s: %s", out, strerror(-err));
 	ret = err ? 1 : 0;
 out:
-	for (int i = 0; i < ls.n; i++) {
-		free(ls.l[i].key);
-		free(ls.l[i].val);
-	}
 	query_task_free(&q);
 	return ret;
 }

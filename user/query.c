@@ -21,6 +21,32 @@ struct store *query_open_store(const char *db, const char *config)
 	return store__open(db ? db : env && *env ? env : cfg.db, false, cfg.db_gid);
 }
 
+static int on_label(void *ctx, const char *key, const char *value)
+{
+	struct query_task *q = ctx;
+	struct query_label *l = &q->labels[q->nlabels];
+
+	if (q->nlabels >= QUERY_LABELS_MAX)
+		return 0;
+	l->key = strdup(key ? key : "");
+	l->val = strdup(value ? value : "");
+	if (l->key && l->val) {
+		q->nlabels++;
+	} else {
+		free(l->key);
+		free(l->val);
+	}
+	return 0;
+}
+
+const char *query_label(const struct query_task *q, const char *key)
+{
+	for (int i = 0; i < q->nlabels; i++)
+		if (!strcmp(q->labels[i].key, key))
+			return q->labels[i].val;
+	return NULL;
+}
+
 int query_load_task(struct query_task *q, const char *db, const char *config, const char *id,
 		    bool need_record, const char *who)
 {
@@ -44,7 +70,8 @@ int query_load_task(struct query_task *q, const char *db, const char *config, co
 		       q->st.record ? "damaged" : q->st.status);
 		return -1;
 	}
-	if (store__series(q->s, q->st.tid, &q->pts, &q->n, &damaged))
+	if (store__series(q->s, q->st.tid, &q->pts, &q->n, &damaged) ||
+	    store__labels(q->s, q->st.tid, on_label, q))
 		return -1;
 	if (damaged)
 		tp_err("%s: %d series block%s of '%s' damaged; going on without them", who, damaged,
@@ -54,6 +81,10 @@ int query_load_task(struct query_task *q, const char *db, const char *config, co
 
 void query_task_free(struct query_task *q)
 {
+	for (int i = 0; i < q->nlabels; i++) {
+		free(q->labels[i].key);
+		free(q->labels[i].val);
+	}
 	free(q->pts);
 	json_free(q->rec);
 	free(q->st.record);

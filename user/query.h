@@ -17,6 +17,14 @@
  * (config, else the default file). NULL with the reason said.
  */
 struct store *query_open_store(const char *db, const char *config);
+/* A task's labels as the store has them (the host's too: host, ncpu, ...). */
+struct query_label {
+	char *key;
+	char *val;
+};
+
+#define QUERY_LABELS_MAX 128
+
 /* A stored task as the exports read it: its record parsed, its series decoded. */
 struct query_task {
 	struct store *s;
@@ -24,7 +32,12 @@ struct query_task {
 	struct json *rec; /* NULL while the task runs */
 	struct series_point *pts;
 	size_t n;
+	struct query_label labels[QUERY_LABELS_MAX]; /* the first QUERY_LABELS_MAX */
+	int nlabels;
 };
+
+/* The value of a task's label, or NULL. */
+const char *query_label(const struct query_task *q, const char *key);
 
 /*
  * The newest stored task id (store opened as query_open_store does), its series, and

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "query.h"
 #include "report.h"
 #include "task.h"
 #include "util.h"

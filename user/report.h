@@ -12,7 +12,7 @@
 #include "json.h"
 #include "series.h"
 
-struct label;
+struct query_label;
 
 /* Columns of the timelines: the series is bucketed (min, mean, max) to this many. */
 #define REPORT_COLUMNS 480
@@ -21,7 +21,7 @@ struct report_input {
 	const struct json *rec;		/* the record (docs/task-record.md) */
 	const struct series_point *pts; /* its stored samples, in order */
 	size_t n;
-	const struct label *labels; /* its labels, the host's included (host, ncpu, ...) */
+	const struct query_label *labels; /* its labels, the host's included (host, ncpu, ...) */
 	int nlabels;
 };
 

@@ -71,6 +71,7 @@ static double csv_integral(const char *csv, int col)
 TEST(TIER_E2E, export_formats_match_the_record)
 {
 	const char *db = tu_tmp("x.db"), *trace = tu_tmp("t.json"), *csv = tu_tmp("s.csv");
+	const char *fx = tu_tmp("fx.json");
 	const char *rec_path = tu_tmp("rec.json"), *ph = tu_tmp("ph.json"), *py = tu_tmp("x.py");
 	char script[2048];
 	const struct json *rec;
@@ -108,6 +109,15 @@ TEST(TIER_E2E, export_formats_match_the_record)
 	ASSERT_EQ(r.status, 0, "check_trace.py");
 	if (r.status)
 		fprintf(stderr, "    %s", r.out);
+	/* The Firefox Profiler's processed profile, against the format read off its source. */
+	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "firefox-profiler", "-o", fx, NULL);
+	ASSERT_EQ(r.status, 0, "export firefox-profiler");
+	tu_run((char *[]){ "python3", "tests/helpers/check_profile.py", (char *)fx, (char *)ph,
+			   (char *)csv, "tests/helpers/fxprofile-ref.json", NULL },
+	       &r, 60);
+	ASSERT_EQ(r.status, 0, "check_profile.py");
+	if (r.status)
+		fprintf(stderr, "    %s", r.out);
 	/* The CSV: a header, then one row per sample the series says it holds. */
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "csv", NULL);
 	for (const char *p = r.out; p && (p = strchr(p, '\n')); p++)
@@ -137,7 +147,9 @@ TEST(TIER_E2E, export_formats_match_the_record)
 		    "perfherder: the run's own line");
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "svg", NULL);
 	ASSERT_EQ(r.status, 2, "an unknown format");
-	ASSERT_TRUE(strstr(r.err, "taskprobe: export: --format is chrome-trace") != NULL,
+	ASSERT_TRUE(strstr(r.err,
+			   "taskprobe: export: --format is chrome-trace, csv, json, perfherder or "
+			   "firefox-profiler;") != NULL,
 		    "one line");
 	tu_tp(&r, 30, "export", "nosuch", "--db", db, "--format", "json", NULL);
 	ASSERT_EQ(r.status, 1, "an unknown task");
@@ -360,6 +372,25 @@ TEST(TIER_E2E, report_of_a_three_hour_task)
 				      "b \xef\xbc\x83"
 				      "1 :p1,") != NULL,
 			    "a:b #1 with look-alikes of ':' and '#'");
+	}
+	/* Its profile: the 10 800 samples as CPU markers and counters, as the format says. */
+	{
+		const char *fx = tu_tmp("big.fx.json"), *rec = tu_tmp("big.rec.json");
+		const char *csv = tu_tmp("big.csv");
+
+		tu_tp(&r, 60, "export", "long", "--db", db, "--format", "firefox-profiler", "-o",
+		      fx, NULL);
+		ASSERT_EQ(r.status, 0, "export firefox-profiler");
+		tu_tp(&r, 60, "export", "long", "--db", db, "--format", "json", "-o", rec, NULL);
+		tu_tp(&r, 60, "export", "long", "--db", db, "--format", "csv", "-o", csv, NULL);
+		tu_run((char *[]){ "python3", "tests/helpers/check_profile.py", (char *)fx,
+				   (char *)rec, (char *)csv, "tests/helpers/fxprofile-ref.json",
+				   NULL },
+		       &r, 120);
+		ASSERT_EQ(r.status, 0, "check_profile.py, three hours");
+		if (r.status)
+			fprintf(stderr, "    %s", r.out);
+		ASSERT_TRUE(r.out && strstr(r.out, "10800 CPU"), "a CPU marker a sample");
 	}
 	/* run --summary-file appends the same kind of report, task after task. */
 	for (int i = 0; i < 2; i++) {
