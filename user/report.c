@@ -280,6 +280,63 @@ static const char css[] =
 	".peak-label{fill:#4a6b1f}.event{fill:#d23}.bar{fill:#5b7fd6}"
 	".meta{color:#444;margin:0 0 8px}";
 
+#define REPORT_PROCS 20
+
+static double proc_span(const struct json *p)
+{
+	return json_num(p, "end_ms") - json_num(p, "start_ms");
+}
+
+/* The longest-lived processes (REPORT_PROCS of the record's), longest first. */
+static void procs_table(FILE *f, const struct json *ps, __u64 dropped)
+{
+	const struct json *top[REPORT_PROCS];
+	size_t n = 0;
+	char a[32], b[32];
+
+	for (size_t i = 0; i < json_len(ps); i++) {
+		const struct json *p = json_at(ps, i);
+		size_t j = n < REPORT_PROCS ? n++ : REPORT_PROCS;
+
+		/* insertion into the sorted top list; the last falls off when full */
+		if (j == REPORT_PROCS && proc_span(p) <= proc_span(top[j - 1]))
+			continue;
+		if (j == REPORT_PROCS)
+			j--;
+		while (j > 0 && proc_span(top[j - 1]) < proc_span(p)) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j] = p;
+	}
+	if (!n)
+		return;
+	fputs("<h2>Longest processes</h2>\n<table><tr><th>command</th><th>pid</th><th>parent</th>"
+	      "<th>start</th><th>wall</th><th>CPU</th><th>end</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < n; i++) {
+		const struct json *p = top[i];
+
+		fputs("<tr><th>", f);
+		esc(f, json_str(p, "command"));
+		fprintf(f,
+			"</th><td>%.0f</td><td>%.0f</td><td>%.3f s</td><td>%s</td><td>%s</td><td>",
+			json_num(p, "pid"), json_num(p, "ppid"), json_num(p, "start_ms") / 1e3,
+			tp_fmt_dur(a, sizeof(a), (__u64)(proc_span(p) * 1e6)),
+			tp_fmt_dur(b, sizeof(b), (__u64)json_num(p, "cpu_ns")));
+		if (json_get(p, "exit"))
+			fprintf(f, "exit %.0f", json_num(p, "exit"));
+		else
+			esc(f, json_str(p, "end"));
+		fputs("</td></tr>\n", f);
+	}
+	fprintf(f, "</table>\n<p class=\"meta\">%zu of %zu processes listed", n,
+		json_len(ps) + (size_t)dropped);
+	if (dropped)
+		fprintf(f, " (the record keeps the %zu longest-lived)", json_len(ps));
+	fputs("</p>\n", f);
+}
+
 int report_html(FILE *f, const struct report_input *in)
 {
 	const struct json *rec = in->rec;
@@ -443,6 +500,7 @@ int report_html(FILE *f, const struct report_input *in)
 		fprintf(f, "</table>%s\n",
 			json_len(progs) > n ? "<p class=\"meta\">(the 20 that used most)</p>" : "");
 	}
+	procs_table(f, json_get(rec, "processes"), (__u64)json_num(rec, "processes_dropped"));
 	fputs("<h2>Latency</h2>\n", f);
 	for (const struct json *h = hists ? hists->child : NULL; h; h = h->next)
 		hist_svg(f, h->key, h);

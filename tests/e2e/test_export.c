@@ -304,6 +304,14 @@ TEST(TIER_E2E, report_opens_offline_in_chromium)
 	snprintf(want, sizeof(want), "peak %s", peak);
 	CHECK(strstr(pg.dom, want) != NULL, "the record's peak memory, %s", want);
 	ASSERT_TRUE(strstr(pg.dom, "sh exited 2") != NULL, "the failed exit as a marker");
+	{
+		/* The longest process is the task's shell: its pid in the processes table. */
+		const struct json *first = json_at(json_get(rec, "processes"), 0);
+
+		snprintf(want, sizeof(want), "<th>%.40s</th><td>%.0f</td>",
+			 json_str(first, "command"), tu_num(first, "pid"));
+		CHECK(first && strstr(pg.dom, want) != NULL, "the shell's row, %s", want);
+	}
 	free(pg.dom);
 	free(pg.log);
 	free(pg.net);
