@@ -55,6 +55,8 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
 SYNTH     := $(OUT)/bench/synth-task
+FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o
+EXECLOOP  := $(OUT)/bench/execloop
 
 .PHONY: all deps check test fuzz demo install uninstall clean format format-check bench \
 	compile_commands.json
@@ -102,6 +104,23 @@ $(SYNTH): scripts/bench/synth_task.c $(CORE_OBJS)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(CORE_OBJS) $(LDLIBS) -o $@
+
+# The benchmarks' dispatch floor (empty programs on the hot hooks) and exec storm.
+$(BPFOUT)/floor.bpf.o: scripts/bench/floor.bpf.c $(BPFOUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
+
+$(OUT)/bench/floor: scripts/bench/floor.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lbpf -lelf -lz -o $@
+
+$(EXECLOOP): scripts/bench/execloop.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -static \
+		$(if $(filter x86,$(ARCH)),-DEXECLOOP_NOLIBC -nostdlib -fno-stack-protector -fno-pie \
+		-no-pie,) $< -o $@
 
 # Workload helpers run inside tasks: plain builds, so they measure the same either way.
 $(OUT)/tests/helpers/%: tests/helpers/%.c
@@ -154,8 +173,9 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash scripts/demo.sh $(abspath $(BIN))
 
-bench: all $(SYNTH)
-	$(Q)SYNTH=$(abspath $(SYNTH)) bash scripts/bench/run-all.sh $(abspath $(BIN))
+bench: all $(SYNTH) $(FLOOR) $(EXECLOOP) $(HELPERS)
+	$(Q)SYNTH=$(abspath $(SYNTH)) BENCH_BIN=$(abspath $(OUT)/bench) BENCH_BPF=$(abspath $(BPFOUT)) \
+		bash scripts/bench/run-all.sh $(abspath $(BIN))
 
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/taskprobe
