@@ -221,7 +221,7 @@ static __noinline void http_emit(struct tp_http_conn *hc, __u8 kind, __u16 statu
 	e->hdr.gen = hc->gen;
 	e->hdr.pid = (__u32)id;
 	e->hdr.tgid = id >> 32;
-	e->hdr.pad = 0;
+	e->hdr.ppid = 0;
 	e->hdr.ts_ns = bpf_ktime_get_ns();
 	e->status = status;
 	e->kind = kind;

@@ -151,7 +151,7 @@ tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct
 	hdr->gen = ci->gen;
 	hdr->pid = t->pid;
 	hdr->tgid = t->tgid;
-	hdr->pad = 0;
+	hdr->ppid = 0;
 	hdr->ts_ns = bpf_ktime_get_ns();
 	return hdr;
 }

@@ -184,7 +184,7 @@ static __always_inline void note_connect_failed(const struct tp_sock *ts, int ki
 	e->hdr.gen = ts->ep.gen;
 	e->hdr.pid = ts->tgid;
 	e->hdr.tgid = ts->tgid;
-	e->hdr.pad = 0;
+	e->hdr.ppid = 0;
 	e->hdr.ts_ns = bpf_ktime_get_ns();
 	e->kind = TP_NOTE_CONNECT_FAILED;
 	e->detail = kind;

@@ -32,9 +32,12 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 {
 	struct tp_cgroup_info *ci;
 	struct tp_proc_stats *ps;
-	struct tp_fork_event *e;
 	__u32 slot;
 
+	/*
+	 * Counted only: no event. The exec and exit events carry the parent and the
+	 * process's start, which is all userspace took from a fork event (ABI 7).
+	 */
 	/* With CLONE_INTO_CGROUP the child's cgroup is not the parent's: look at the child. */
 	ci = tp_cgroup_lookup(tp_task_cgroup_id(child));
 	if (!ci)
@@ -51,13 +54,6 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 	}
 	__sync_fetch_and_add(&ps->forks, 1);
 	tp_alive_add(slot, 1);
-
-	e = tp_event_reserve(sizeof(*e), TP_EV_FORK, ci, child);
-	if (!e)
-		return 0;
-	e->parent_tgid = parent->tgid;
-	e->pad = 0;
-	tp_event_submit(e);
 	return 0;
 }
 
@@ -102,7 +98,9 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, ci, p);
 	if (!e)
 		return 0;
+	e->hdr.ppid = p->real_parent->tgid;
 	e->runtime_ns = p->se.sum_exec_runtime;
+	e->start_ns = p->group_leader->start_time;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 	e->args_len = 0;
@@ -153,7 +151,9 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, ci, p);
 	if (!e)
 		return 0;
+	e->hdr.ppid = p->real_parent->tgid;
 	e->runtime_ns = p->se.sum_exec_runtime;
+	e->start_ns = p->group_leader->start_time;
 	e->exit_code = p->exit_code;
 	e->flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));

@@ -71,6 +71,7 @@ static __noinline void final_switch(struct task_struct *prev, struct tp_thread *
 	if (!e)
 		return;
 	e->runtime_ns = rt - th->exit_runtime;
+	e->start_ns = 0;
 	e->exit_code = 0;
 	e->flags = th->exit_flags;
 	bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);

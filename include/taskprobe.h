@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 6
+#define TP_ABI_VERSION 7
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
@@ -135,7 +135,7 @@ struct tp_endpoint_key {
 };
 
 enum tp_event_type {
-	TP_EV_FORK = 1,
+	TP_EV_FORK = 1, /* no longer sent (ABI 7): exec and exit events carry the parent */
 	TP_EV_EXEC = 2,
 	TP_EV_EXIT = 3,
 	TP_EV_DNS = 4,
@@ -151,7 +151,7 @@ struct tp_event_hdr {
 	__u32 gen;
 	__u32 pid;
 	__u32 tgid;
-	__u32 pad;
+	__u32 ppid; /* exec and exit: the process's parent (real_parent's tgid); else 0 */
 	__u64 ts_ns;
 };
 
@@ -167,6 +167,7 @@ struct tp_exec_event {
 	struct tp_event_hdr hdr;
 	/* se.sum_exec_runtime of the thread at exec: CPU used before it goes to the old program. */
 	__u64 runtime_ns;
+	__u64 start_ns; /* when the process began (its leader's start_time, CLOCK_MONOTONIC) */
 	char comm[TP_COMM_LEN];
 	char filename[TP_PATH_LEN];
 	__u32 args_len; /* bytes of args used: NUL-separated argv, argv[0] first */
@@ -186,6 +187,7 @@ struct tp_exec_event {
 struct tp_exit_event {
 	struct tp_event_hdr hdr;
 	__u64 runtime_ns;
+	__u64 start_ns; /* TP_EV_EXIT: when the process began, as in tp_exec_event; else 0 */
 	__u32 exit_code;
 	__u32 flags;
 	char comm[TP_COMM_LEN];

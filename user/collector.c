@@ -37,10 +37,10 @@
 
 _Static_assert(sizeof(struct tp_cgroup_info) == 8, "ABI: tp_cgroup_info");
 _Static_assert(sizeof(struct tp_event_hdr) == 32, "ABI: tp_event_hdr");
-_Static_assert(sizeof(struct tp_exec_event) == 32 + 8 + TP_COMM_LEN + TP_PATH_LEN + 8 + TP_ARGS_LEN,
+_Static_assert(sizeof(struct tp_exec_event) ==
+		       32 + 16 + TP_COMM_LEN + TP_PATH_LEN + 8 + TP_ARGS_LEN,
 	       "ABI: tp_exec_event");
-_Static_assert(sizeof(struct tp_exit_event) == 32 + 16 + TP_COMM_LEN, "ABI: tp_exit_event");
-_Static_assert(sizeof(struct tp_fork_event) == 40, "ABI: tp_fork_event");
+_Static_assert(sizeof(struct tp_exit_event) == 32 + 24 + TP_COMM_LEN, "ABI: tp_exit_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (3 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
 _Static_assert(sizeof(struct tp_proc_stats) == 10 * 8, "ABI: tp_proc_stats");
 _Static_assert(sizeof(struct tp_io_stats) == (8 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
@@ -72,7 +72,7 @@ _Static_assert(sizeof(struct tp_http_conn) == 48 + TP_HTTP_METHOD_LEN + TP_HTTP_
  */
 struct proc_info {
 	__u32 prog;  /* index + 1 into slot.progs; 0: not known yet */
-	__u32 execd; /* it exec'd since its fork (or it was there before the task) */
+	__u32 execd; /* it exec'd in the task */
 	__u64 base_runtime;
 	__u64 start_ns; /* its fork, or when first seen */
 	__u64 cpu_ns;
@@ -222,51 +222,28 @@ static void add_cpu(struct slot *s, struct proc_info *pi, __u32 prog, const char
 	s->progs[prog - 1].cpu_ns += ns;
 }
 
-static void on_fork(struct slot *s, const struct tp_fork_event *e)
+/*
+ * A process is known from its first exec or exit event (there are no fork events):
+ * its parent and start come with them. One that never exec'd runs its parent's
+ * program (a fork's child inherits the image), as far as that is known.
+ */
+static struct proc_info *proc_of(struct slot *s, const struct tp_event_hdr *h, __u64 start_ns)
 {
-	struct proc_info *parent = htab__get(&s->procs, e->parent_tgid);
-	__u32 prog = parent ? parent->prog : 0;
-	struct proc_info *child = htab__put(&s->procs, e->hdr.tgid);
+	struct proc_info *pi = htab__get(&s->procs, h->tgid), *parent;
+	__u32 prog;
 
-	if (child) {
-		child->prog = prog;
-		child->execd = 0;
-		child->base_runtime = 0;
-		child->start_ns = e->hdr.ts_ns;
-		child->cpu_ns = 0;
-		child->ppid = e->parent_tgid;
-		child->exit = -1;
-	}
-}
-
-/* The parent of a process seen first at its exec (the task's first, or one from before). */
-static __u32 ppid_of(__u32 tgid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	unsigned ppid = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if (!strncmp(buf, "PPid:", 5)) {
-			ppid = (unsigned)strtoul(buf + 5, &p, 10);
-			break;
-		}
-	fclose(f);
-	return ppid;
-}
-
-/* A process first seen now, without its fork: it starts here. */
-static void first_seen(struct proc_info *pi, const struct tp_event_hdr *h)
-{
-	if (pi->start_ns)
-		return;
-	pi->start_ns = h->ts_ns;
-	pi->ppid = ppid_of(h->tgid);
+	if (pi)
+		return pi;
+	parent = htab__get(&s->procs, h->ppid);
+	prog = parent ? parent->prog : 0;
+	pi = htab__put(&s->procs, h->tgid);
+	if (!pi)
+		return NULL;
+	pi->prog = prog;
+	pi->start_ns = start_ns ? start_ns : h->ts_ns;
+	pi->ppid = h->ppid;
 	pi->exit = -1;
+	return pi;
 }
 
 /* A process's span ends: kept among the task's longest (its command: its program). */
@@ -311,13 +288,12 @@ static void queue_lib_scan(struct collector *c, int tgid)
 
 static void on_exec(struct collector *c, int slot, struct slot *s, const struct tp_exec_event *e)
 {
-	struct proc_info *pi = htab__put(&s->procs, e->hdr.tgid);
+	struct proc_info *pi = proc_of(s, &e->hdr, e->start_ns);
 	char path[TP_PATH_LEN];
 	__u32 prog;
 
 	if (!pi)
 		return;
-	first_seen(pi, &e->hdr);
 	memcpy(path, e->filename, sizeof(path));
 	path[sizeof(path) - 1] = '\0';
 	prog = program_ref(s, path[0] ? path : "(unknown)");
@@ -414,7 +390,7 @@ static void on_note(struct slot *s, const struct tp_note_event *e)
 
 static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 {
-	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
+	struct proc_info *pi = proc_of(s, &e->hdr, e->start_ns);
 	__u64 base = 0;
 	char comm[TP_COMM_LEN + 1];
 
@@ -480,10 +456,6 @@ static int handle_event(void *ctx, void *data, size_t size)
 	}
 	s->events++;
 	switch (hdr->type) {
-	case TP_EV_FORK:
-		if (size >= sizeof(struct tp_fork_event))
-			on_fork(s, data);
-		break;
 	case TP_EV_EXEC:
 		if (size >= sizeof(struct tp_exec_event))
 			on_exec(c, (int)hdr->slot, s, data);
