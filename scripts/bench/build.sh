@@ -3,7 +3,9 @@
 # A build-like workload: `make -j2` of a C project (taskprobe's own user/ sources,
 # COPIES times over, compiled with gcc -O2 from a clean tree; ~25 s here), as a task
 # with the collector vs without, interleaved. Prints the median ratio of wall times.
-#   scripts/bench/build.sh [PAIRS] [COPIES]
+# MODE=daemon: the task runs through a host daemon of this script's own (the collector
+# loaded once), not with one embedded in `run` (loaded and attached for each build).
+#   [MODE=daemon] scripts/bench/build.sh [PAIRS] [COPIES]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -11,7 +13,27 @@ pairs=${1:-7}
 copies=${2:-8}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d -p /var/tmp taskprobe-bench.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+mode=${MODE:-embedded}
+daemon=
+cleanup() {
+	if [ -n "$daemon" ]; then
+		kill -TERM "$daemon" 2> /dev/null || true
+		wait "$daemon" 2> /dev/null || true
+	fi
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+if [ "$mode" = daemon ]; then
+	export TASKPROBE_CONTROL=$dir/control.sock TASKPROBE_PIN_DIR=off
+	"$TP" daemon --db "$dir/d.db" --listen "127.0.0.1:$((30000 + $$ % 20000))" \
+		2> "$dir/daemon.log" &
+	daemon=$!
+	for _ in $(seq 100); do
+		[ -S "$TASKPROBE_CONTROL" ] && break
+		sleep 0.05
+	done
+	[ -S "$TASKPROBE_CONTROL" ] || { echo "build: the daemon did not start" >&2; exit 1; }
+fi
 for ((c = 0; c < copies; c++)); do
 	mkdir "$dir/c$c"
 	cp "$here"/user/*.c "$dir/c$c/"
@@ -36,5 +58,5 @@ compile() {
 
 compile off > /dev/null # warm the page cache
 interleave "$pairs" " ms" compile
-awk -v r="$RATIO" -v p="$pairs" -v n="$(ls "$dir"/c*/*.c | wc -l)" 'BEGIN {
-	printf "make -j2 (%d C files, gcc -O2): median ratio with/without collector %.4f over %d interleaved pairs\n", n, r, p }'
+awk -v r="$RATIO" -v p="$pairs" -v m="$mode" -v n="$(ls "$dir"/c*/*.c | wc -l)" 'BEGIN {
+	printf "make -j2 (%d C files, gcc -O2), %s: median ratio with/without collector %.4f over %d interleaved pairs\n", n, m, r, p }'
