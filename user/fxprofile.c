@@ -158,112 +158,132 @@ static void collect_markers(struct fx *x)
 	}
 }
 
-static void field(struct jw *w, const char *key, const char *label, const char *format)
+struct schema_field {
+	const char *key;
+	const char *label;
+	const char *format;
+};
+
+/* One entry of meta.markerSchema (src/types/markers.ts: MarkerSchema). */
+struct schema {
+	const char *name;
+	const char *tooltip;
+	const char *table; /* NULL: none */
+	const char *chart; /* NULL: none */
+	const char *description;
+	const char *const *display;
+	const struct schema_field *fields; /* ends with a NULL key */
+	bool stack_based;
+	const char *graph; /* the field drawn as a track of its own, or NULL */
+};
+
+static const char *const on_chart[] = { "marker-chart", "marker-table", "timeline-overview", NULL };
+static const char *const on_table[] = { "marker-chart", "marker-table", NULL };
+static const char *const nowhere[] = { NULL };
+
+static const struct schema_field phase_fields[] = {
+	{ "name", "Phase", "string" },
+	{ "depth", "Depth", "integer" },
+	{ "cpu", "CPU time", "duration" },
+	{ "cpuPercent", "CPU (of one core)", "percentage" },
+	{ "execs", "Execs", "integer" },
+	{ "readBytes", "Disk read", "bytes" },
+	{ "writeBytes", "Disk written", "bytes" },
+	{ "peakMemory", "Peak memory", "bytes" },
+	{ NULL },
+};
+
+/* command: file-path, so that a public upload can strip it */
+static const struct schema_field process_fields[] = {
+	{ "pid", "PID", "integer" },
+	{ "ppid", "Parent PID", "integer" },
+	{ "command", "Command", "file-path" },
+	{ "cpu", "CPU time", "duration" },
+	{ "cpuPercent", "CPU (of one core)", "percentage" },
+	{ "end", "Ended", "string" },
+	{ "exit", "Exit status", "integer" },
+	{ NULL },
+};
+
+static const struct schema_field failure_fields[] = {
+	{ "kind", "Kind", "string" },
+	{ "detail", "Detail", "string" },
+	{ "pid", "PID", "integer" },
+	{ "code", "Code", "integer" },
+	{ NULL },
+};
+
+static const struct schema_field cpu_fields[] = {
+	{ "cores", "Cores in use", "decimal" },
+	{ "hostShare", "Of the host's cores", "percentage" },
+	{ "processes", "Processes alive", "integer" },
+	{ NULL },
+};
+
+static const struct schema schemas[] = {
+	{ "Phase", "phase {marker.data.name}", "{marker.data.name}: {marker.data.cpu} CPU",
+	  "{marker.data.name}", "A phase the task marked (BEGIN_PHASE/END_PHASE, emit)", on_chart,
+	  phase_fields, true, NULL },
+	{ "Process", "{marker.data.command} ({marker.data.pid})",
+	  "{marker.data.command} pid {marker.data.pid}", "{marker.name} {marker.data.pid}",
+	  "A process of the task, from its start to its exit", on_table, process_fields, false,
+	  NULL },
+	{ "Failure", "{marker.data.detail}", "{marker.data.detail}", "{marker.data.detail}",
+	  "A failed exit, OOM kill, failed connect or HTTP failure", on_chart, failure_fields,
+	  false, NULL },
+	{ "CPU", "{marker.data.cores} cores in use", NULL, NULL,
+	  "CPU in use over a sample's interval (the cgroup's cpu.stat)", nowhere, cpu_fields, false,
+	  "cores" },
+};
+
+static void schema_write(struct jw *w, const struct schema *sc)
 {
 	jw_obj_begin(w);
-	jw_kstr(w, "key", key);
-	jw_kstr(w, "label", label);
-	jw_kstr(w, "format", format);
-	jw_obj_end(w);
-}
-
-static void display(struct jw *w, const char *const *where)
-{
+	jw_kstr(w, "name", sc->name);
+	jw_kstr(w, "tooltipLabel", sc->tooltip);
+	if (sc->table)
+		jw_kstr(w, "tableLabel", sc->table);
+	if (sc->chart)
+		jw_kstr(w, "chartLabel", sc->chart);
+	jw_kstr(w, "description", sc->description);
 	jw_key(w, "display");
 	jw_arr_begin(w);
-	for (; *where; where++)
-		jw_str(w, *where);
+	for (const char *const *d = sc->display; *d; d++)
+		jw_str(w, *d);
 	jw_arr_end(w);
+	jw_key(w, "fields");
+	jw_arr_begin(w);
+	for (const struct schema_field *f = sc->fields; f->key; f++) {
+		jw_obj_begin(w);
+		jw_kstr(w, "key", f->key);
+		jw_kstr(w, "label", f->label);
+		jw_kstr(w, "format", f->format);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	if (sc->stack_based) {
+		jw_key(w, "isStackBased");
+		jw_bool(w, true);
+	}
+	if (sc->graph) {
+		jw_key(w, "graphs");
+		jw_arr_begin(w);
+		jw_obj_begin(w);
+		jw_kstr(w, "key", sc->graph);
+		jw_kstr(w, "type", "line-filled");
+		jw_kstr(w, "color", "blue");
+		jw_obj_end(w);
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
 }
 
 static void marker_schema(struct jw *w)
 {
-	static const char *const chart[] = { "marker-chart", "marker-table", "timeline-overview",
-					     NULL };
-	static const char *const table[] = { "marker-chart", "marker-table", NULL };
-	static const char *const none[] = { NULL };
-
 	jw_key(w, "markerSchema");
 	jw_arr_begin(w);
-
-	jw_obj_begin(w);
-	jw_kstr(w, "name", "Phase");
-	jw_kstr(w, "tooltipLabel", "phase {marker.data.name}");
-	jw_kstr(w, "tableLabel", "{marker.data.name}: {marker.data.cpu} CPU");
-	jw_kstr(w, "chartLabel", "{marker.data.name}");
-	jw_kstr(w, "description", "A phase the task marked (BEGIN_PHASE/END_PHASE, emit)");
-	display(w, chart);
-	jw_key(w, "fields");
-	jw_arr_begin(w);
-	field(w, "name", "Phase", "string");
-	field(w, "depth", "Depth", "integer");
-	field(w, "cpu", "CPU time", "duration");
-	field(w, "cpuPercent", "CPU (of one core)", "percentage");
-	field(w, "execs", "Execs", "integer");
-	field(w, "readBytes", "Disk read", "bytes");
-	field(w, "writeBytes", "Disk written", "bytes");
-	field(w, "peakMemory", "Peak memory", "bytes");
-	jw_arr_end(w);
-	jw_key(w, "isStackBased");
-	jw_bool(w, true);
-	jw_obj_end(w);
-
-	jw_obj_begin(w);
-	jw_kstr(w, "name", "Process");
-	jw_kstr(w, "tooltipLabel", "{marker.data.command} ({marker.data.pid})");
-	jw_kstr(w, "tableLabel", "{marker.data.command} pid {marker.data.pid}");
-	jw_kstr(w, "chartLabel", "{marker.name} {marker.data.pid}");
-	jw_kstr(w, "description", "A process of the task, fork (or first seen) to exit");
-	display(w, table);
-	jw_key(w, "fields");
-	jw_arr_begin(w);
-	field(w, "pid", "PID", "integer");
-	field(w, "ppid", "Parent PID", "integer");
-	field(w, "command", "Command", "file-path");
-	field(w, "cpu", "CPU time", "duration");
-	field(w, "cpuPercent", "CPU (of one core)", "percentage");
-	field(w, "end", "Ended", "string");
-	field(w, "exit", "Exit status", "integer");
-	jw_arr_end(w);
-	jw_obj_end(w);
-
-	jw_obj_begin(w);
-	jw_kstr(w, "name", "Failure");
-	jw_kstr(w, "tooltipLabel", "{marker.data.detail}");
-	jw_kstr(w, "tableLabel", "{marker.data.detail}");
-	jw_kstr(w, "chartLabel", "{marker.data.detail}");
-	jw_kstr(w, "description", "A failed exit, OOM kill, failed connect or HTTP failure");
-	display(w, chart);
-	jw_key(w, "fields");
-	jw_arr_begin(w);
-	field(w, "kind", "Kind", "string");
-	field(w, "detail", "Detail", "string");
-	field(w, "pid", "PID", "integer");
-	field(w, "code", "Code", "integer");
-	jw_arr_end(w);
-	jw_obj_end(w);
-
-	jw_obj_begin(w);
-	jw_kstr(w, "name", "CPU");
-	jw_kstr(w, "tooltipLabel", "{marker.data.cores} cores in use");
-	jw_kstr(w, "description", "CPU in use over a sample's interval (the cgroup's cpu.stat)");
-	display(w, none);
-	jw_key(w, "fields");
-	jw_arr_begin(w);
-	field(w, "cores", "Cores in use", "decimal");
-	field(w, "hostShare", "Of the host's cores", "percentage");
-	field(w, "processes", "Processes alive", "integer");
-	jw_arr_end(w);
-	jw_key(w, "graphs");
-	jw_arr_begin(w);
-	jw_obj_begin(w);
-	jw_kstr(w, "key", "cores");
-	jw_kstr(w, "type", "line-filled");
-	jw_kstr(w, "color", "blue");
-	jw_obj_end(w);
-	jw_arr_end(w);
-	jw_obj_end(w);
-
+	for (size_t i = 0; i < ARRAY_SIZE(schemas); i++)
+		schema_write(w, &schemas[i]);
 	jw_arr_end(w);
 }
 
