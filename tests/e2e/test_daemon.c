@@ -799,8 +799,11 @@ TEST(TIER_E2E, prometheus_scrapes_the_daemon)
 	snprintf(prom_opt, sizeof(prom_opt), "--web.listen-address=%s", prom);
 	p = tu_spawn((char *[]){ "/usr/bin/prometheus", pconf_opt, pdata_opt, prom_opt, NULL });
 	ASSERT_TRUE(p > 0, "prometheus started");
-	/* Its first scrape within a few seconds of start-up; 30 s at most. */
-	for (int i = 0; i < 60 && (build < 0 || test < 0); i++) {
+	/*
+	 * Its first scrape within a few seconds of start-up; 30 s at most. All three are
+	 * asked until all three answer: a scrape may land between two of the queries.
+	 */
+	for (int i = 0; i < 60 && (build < 0 || test < 0 || up < 0); i++) {
 		usleep(500000);
 		up = prom_query(prom, "up", "job", "taskprobe");
 		build = prom_query(prom, "sum by (exported_job) (taskprobe_proc_execs_total)",
