@@ -80,14 +80,6 @@ static void trace_event(struct jw *w, const char *name, const char *cat, const c
 	trace_event_on(w, name, cat, ph, ts_us, 1);
 }
 
-/* A command's last path component, the name a process's track and span get. */
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash && slash[1] ? slash + 1 : path;
-}
-
 /* Each process on a track of its own (tid: its pid), named by its command. */
 static void trace_processes(struct jw *w, const struct json *ps)
 {
@@ -99,14 +91,14 @@ static void trace_processes(struct jw *w, const struct json *ps)
 		const char *cmd = json_str(p, "command");
 		char name[160];
 
-		snprintf(name, sizeof(name), "%s %llu", base_name(cmd), (unsigned long long)pid);
+		snprintf(name, sizeof(name), "%s %llu", tp_base_name(cmd), (unsigned long long)pid);
 		trace_event_on(w, "thread_name", NULL, "M", 0, pid);
 		jw_key(w, "args");
 		jw_obj_begin(w);
 		jw_kstr(w, "name", name);
 		jw_obj_end(w);
 		jw_obj_end(w);
-		trace_event_on(w, base_name(cmd), "process", "X", t0, pid);
+		trace_event_on(w, tp_base_name(cmd), "process", "X", t0, pid);
 		jw_ku64(w, "dur", t1 > t0 ? t1 - t0 : 0);
 		jw_key(w, "args");
 		jw_obj_begin(w);

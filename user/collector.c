@@ -321,13 +321,12 @@ static void on_exec(struct collector *c, int slot, struct slot *s, const struct 
 static const char *program_of(const struct slot *s, __u32 tgid, const char *comm)
 {
 	const struct proc_info *pi = htab__get((struct htab *)&s->procs, tgid);
-	const char *path, *slash;
+	const char *path;
 
 	if (!pi || !pi->prog || pi->prog > s->nprogs)
 		return comm;
 	path = s->progs[pi->prog - 1].path;
-	slash = strrchr(path, '/');
-	return slash && slash[1] ? slash + 1 : path[0] ? path : comm;
+	return path[0] ? tp_base_name(path) : comm;
 }
 
 static void note_exit(struct slot *s, const struct tp_exit_event *e, const char *comm)

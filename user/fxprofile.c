@@ -103,13 +103,6 @@ static void add_marker(struct fx *x, const struct marker *m)
 	x->m[x->nm++] = *m;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash && slash[1] ? slash + 1 : path;
-}
-
 static void collect_markers(struct fx *x)
 {
 	const struct json *rec = x->in->rec;
@@ -131,7 +124,7 @@ static void collect_markers(struct fx *x)
 		const struct json *p = json_at(ps, i);
 
 		m = (struct marker){ MK_PROCESS,
-				     str_index(x, base_name(json_str(p, "command"))),
+				     str_index(x, tp_base_name(json_str(p, "command"))),
 				     json_num(p, "start_ms"),
 				     json_num(p, "end_ms"),
 				     p,
@@ -641,7 +634,7 @@ static void thread(struct jw *w, const struct fx *x, const char *pid, double wal
 	char name[TP_ID_MAX + 16], pname[160];
 
 	snprintf(name, sizeof(name), "task %s", json_str(rec, "id"));
-	snprintf(pname, sizeof(pname), "%s", cmd && cmd->str ? base_name(cmd->str) : "task");
+	snprintf(pname, sizeof(pname), "%s", cmd && cmd->str ? tp_base_name(cmd->str) : "task");
 	jw_obj_begin(w);
 	jw_kstr(w, "processType", "default");
 	jw_ku64(w, "processStartupTime", 0);
@@ -683,15 +676,13 @@ static void thread(struct jw *w, const struct fx *x, const char *pid, double wal
 int fxprofile_write(FILE *f, const struct report_input *in)
 {
 	const struct json *first = json_at(json_get(in->rec, "processes"), 0);
+	const char *ncpu = query_label(in->labels, in->nlabels, "ncpu");
 	double wall_ms = json_num(in->rec, "wall_ns") / 1e6;
-	struct fx x = { .in = in };
+	struct fx x = { .in = in, .ncpu = ncpu ? atof(ncpu) : 0 };
 	char pid[24];
 	struct jw w;
 	int err;
 
-	for (int i = 0; i < in->nlabels; i++)
-		if (!strcmp(in->labels[i].key, "ncpu"))
-			x.ncpu = atof(in->labels[i].val);
 	/* The task's process is its first (the one that started it), as a string. */
 	snprintf(pid, sizeof(pid), "%llu", first ? (unsigned long long)json_num(first, "pid") : 1);
 	if (htab__init(&x.st.index, sizeof(__u32)))

@@ -39,11 +39,11 @@ static int on_label(void *ctx, const char *key, const char *value)
 	return 0;
 }
 
-const char *query_label(const struct query_task *q, const char *key)
+const char *query_label(const struct query_label *l, int n, const char *key)
 {
-	for (int i = 0; i < q->nlabels; i++)
-		if (!strcmp(q->labels[i].key, key))
-			return q->labels[i].val;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(l[i].key, key))
+			return l[i].val;
 	return NULL;
 }
 

@@ -36,8 +36,8 @@ struct query_task {
 	int nlabels;
 };
 
-/* The value of a task's label, or NULL. */
-const char *query_label(const struct query_task *q, const char *key);
+/* The value of the label key among n labels, or NULL. */
+const char *query_label(const struct query_label *l, int n, const char *key);
 
 /*
  * The newest stored task id (store opened as query_open_store does), its series, and

@@ -39,14 +39,6 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
-static const char *label_of(const struct report_input *in, const char *key)
-{
-	for (int i = 0; i < in->nlabels; i++)
-		if (!strcmp(in->labels[i].key, key))
-			return in->labels[i].val;
-	return NULL;
-}
-
 static double metric(const struct json *rec, const char *name)
 {
 	return json_num(json_get(rec, "metrics"), name);
@@ -344,7 +336,7 @@ int report_html(FILE *f, const struct report_input *in)
 	const struct json *hists = json_get(rec, "histograms"), *net = json_get(rec, "network");
 	__u64 span_ms = (__u64)json_num(rec, "wall_ns") / 1000000;
 	struct series_bucket *bk = calloc(REPORT_COLUMNS, sizeof(*bk));
-	const char *ncpu = label_of(in, "ncpu");
+	const char *ncpu = query_label(in->labels, in->nlabels, "ncpu");
 	char a[64], b[64], c[64];
 
 	if (!bk)

@@ -344,3 +344,10 @@ int tp_write_file(const char *path, const char *s)
 	close(fd);
 	return (size_t)n == len ? 0 : -EIO;
 }
+
+const char *tp_base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}

@@ -45,6 +45,8 @@ char *tp_fmt_dur(char *buf, size_t len, __u64 ns);
 char *tp_fmt_bytes(char *buf, size_t len, __u64 bytes);
 /* ISO 8601 UTC with milliseconds. */
 char *tp_fmt_time(char *buf, size_t len, __u64 realtime_ns);
+/* A path's last component ("a/b" -> "b"); the path itself when it ends in '/' or has none. */
+const char *tp_base_name(const char *path);
 
 /* Reads a small file whole into buf (NUL-terminated); returns bytes or -errno. */
 ssize_t tp_read_file(const char *path, char *buf, size_t len);
