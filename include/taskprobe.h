@@ -155,12 +155,6 @@ struct tp_event_hdr {
 	__u64 ts_ns;
 };
 
-struct tp_fork_event {
-	struct tp_event_hdr hdr;
-	__u32 parent_tgid;
-	__u32 pad;
-};
-
 #define TP_EXEC_ARGS_TRUNCATED 0x1
 
 struct tp_exec_event {

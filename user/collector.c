@@ -74,7 +74,7 @@ struct proc_info {
 	__u32 prog;  /* index + 1 into slot.progs; 0: not known yet */
 	__u32 execd; /* it exec'd in the task */
 	__u64 base_runtime;
-	__u64 start_ns; /* its fork, or when first seen */
+	__u64 start_ns; /* when it began (its leader's start_time; else when first seen) */
 	__u64 cpu_ns;
 	__u32 ppid;
 	__s32 exit; /* the shell-style status its group exit gave, or -1 */
@@ -246,9 +246,12 @@ static struct proc_info *proc_of(struct slot *s, const struct tp_event_hdr *h, _
 	return pi;
 }
 
-/* A process's span ends: kept among the task's longest (its command: its program). */
-static void proc_done(struct slot *s, __u32 tgid, const struct proc_info *pi, __u64 end_ns,
-		      enum proc_end end, const char *comm)
+/*
+ * A process's span up to end_ns; its command is its program's path, or name (in
+ * brackets) when it never exec'd in the task.
+ */
+static struct proc_span span_of(const struct slot *s, __u32 tgid, const struct proc_info *pi,
+				__u64 end_ns, enum proc_end end, const char *name)
 {
 	struct proc_span p = {
 		.start_ns = pi->start_ns,
@@ -257,13 +260,22 @@ static void proc_done(struct slot *s, __u32 tgid, const struct proc_info *pi, __
 		.pid = tgid,
 		.ppid = pi->ppid,
 		.end = end,
-		.exit = pi->exit,
+		.exit = end == PROC_EXITED ? pi->exit : -1,
 	};
 
 	if (pi->prog && pi->prog <= s->nprogs)
 		snprintf(p.command, sizeof(p.command), "%s", s->progs[pi->prog - 1].path);
 	else
-		snprintf(p.command, sizeof(p.command), "[%s]", comm);
+		snprintf(p.command, sizeof(p.command), "[%s]", name);
+	return p;
+}
+
+/* A process's span ends: kept among the task's longest. */
+static void proc_done(struct slot *s, __u32 tgid, const struct proc_info *pi, __u64 end_ns,
+		      enum proc_end end, const char *comm)
+{
+	struct proc_span p = span_of(s, tgid, pi, end_ns, end, comm);
+
 	procs__add(&s->done, &p);
 }
 
@@ -329,12 +341,18 @@ static const char *program_of(const struct slot *s, __u32 tgid, const char *comm
 	return path[0] ? tp_base_name(path) : comm;
 }
 
+/* A kernel exit code (a wait status) as the shell says it: the code, or 128 + signal. */
+static int shell_status(__u32 exit_code)
+{
+	return exit_code & 0x7f ? 128 + (int)(exit_code & 0x7f) : (int)((exit_code >> 8) & 0xff);
+}
+
 static void note_exit(struct slot *s, const struct tp_exit_event *e, const char *comm)
 {
 	int sig = (int)(e->exit_code & 0x7f);
 	struct note n = { .t_ns = e->hdr.ts_ns, .kind = NOTE_FAILED_EXIT, .pid = e->hdr.tgid };
 
-	n.code = sig ? 128 + sig : (int)((e->exit_code >> 8) & 0xff);
+	n.code = shell_status(e->exit_code);
 	if (sig)
 		snprintf(n.detail, sizeof(n.detail), "%s killed by signal %d", comm, sig);
 	else
@@ -402,8 +420,7 @@ static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 	if (pi && e->hdr.pid == e->hdr.tgid)
 		pi->base_runtime = e->runtime_ns;
 	if (pi && (e->flags & TP_EXIT_GROUP_DEAD))
-		pi->exit = e->exit_code & 0x7f ? 128 + (int)(e->exit_code & 0x7f)
-					       : (int)((e->exit_code >> 8) & 0xff);
+		pi->exit = shell_status(e->exit_code);
 	if ((e->flags & TP_EXIT_GROUP_DEAD) && e->exit_code)
 		note_exit(s, e, comm);
 }
@@ -418,7 +435,7 @@ static void on_left(struct slot *s, const struct tp_exit_event *e)
 	comm[TP_COMM_LEN] = '\0';
 	if (pi && e->runtime_ns > pi->base_runtime)
 		add_cpu(s, pi, pi->prog, comm, e->runtime_ns - pi->base_runtime);
-	if (pi && pi->start_ns)
+	if (pi)
 		proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_LEFT, comm);
 	htab__del(&s->procs, e->hdr.tgid);
 }
@@ -434,7 +451,7 @@ static void on_final(struct slot *s, const struct tp_exit_event *e)
 	add_cpu(s, pi, pi ? pi->prog : 0, comm, e->runtime_ns);
 	if (!(e->flags & TP_EXIT_GROUP_DEAD))
 		return;
-	if (pi && pi->start_ns)
+	if (pi)
 		proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_EXITED, comm);
 	htab__del(&s->procs, e->hdr.tgid);
 }
@@ -1517,22 +1534,11 @@ int collector__processes(const struct collector *c, int slot, __u64 now_ns, stru
 	for (size_t i = 0; i < s->done.n; i++)
 		procs__add(out, &s->done.v[i]);
 	while ((pi = htab__next(&s->procs, &pos, &tgid))) {
-		struct proc_span p = {
-			.start_ns = pi->start_ns,
-			.end_ns = now_ns,
-			.cpu_ns = pi->cpu_ns,
-			.pid = (__u32)tgid,
-			.ppid = pi->ppid,
-			.end = PROC_ALIVE,
-			.exit = -1,
-		};
+		char name[16];
+		struct proc_span p;
 
-		if (!pi->start_ns)
-			continue; /* seen only as a parent's fork: never ran in the task */
-		if (pi->prog && pi->prog <= s->nprogs)
-			snprintf(p.command, sizeof(p.command), "%s", s->progs[pi->prog - 1].path);
-		else
-			snprintf(p.command, sizeof(p.command), "[%u]", p.pid);
+		snprintf(name, sizeof(name), "%u", (__u32)tgid);
+		p = span_of(s, (__u32)tgid, pi, now_ns, PROC_ALIVE, name);
 		procs__add(out, &p);
 	}
 	out->dropped += s->done.dropped;
