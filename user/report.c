@@ -279,30 +279,26 @@ static double proc_span(const struct json *p)
 	return json_num(p, "end_ms") - json_num(p, "start_ms");
 }
 
+static int longer_first(const void *a, const void *b)
+{
+	double x = proc_span(*(const struct json *const *)a);
+	double y = proc_span(*(const struct json *const *)b);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
 /* The longest-lived processes (REPORT_PROCS of the record's), longest first. */
 static void procs_table(FILE *f, const struct json *ps, __u64 dropped)
 {
-	const struct json *top[REPORT_PROCS];
-	size_t n = 0;
+	size_t all = json_len(ps), n = all < REPORT_PROCS ? all : REPORT_PROCS;
+	const struct json **top = all ? malloc(all * sizeof(*top)) : NULL;
 	char a[32], b[32];
 
-	for (size_t i = 0; i < json_len(ps); i++) {
-		const struct json *p = json_at(ps, i);
-		size_t j = n < REPORT_PROCS ? n++ : REPORT_PROCS;
-
-		/* insertion into the sorted top list; the last falls off when full */
-		if (j == REPORT_PROCS && proc_span(p) <= proc_span(top[j - 1]))
-			continue;
-		if (j == REPORT_PROCS)
-			j--;
-		while (j > 0 && proc_span(top[j - 1]) < proc_span(p)) {
-			top[j] = top[j - 1];
-			j--;
-		}
-		top[j] = p;
-	}
-	if (!n)
+	if (!top)
 		return;
+	for (size_t i = 0; i < all; i++)
+		top[i] = json_at(ps, i);
+	qsort(top, all, sizeof(*top), longer_first);
 	fputs("<h2>Longest processes</h2>\n<table><tr><th>command</th><th>pid</th><th>parent</th>"
 	      "<th>start</th><th>wall</th><th>CPU</th><th>end</th></tr>\n",
 	      f);
@@ -327,6 +323,7 @@ static void procs_table(FILE *f, const struct json *ps, __u64 dropped)
 	if (dropped)
 		fprintf(f, " (the record keeps the %zu longest-lived)", json_len(ps));
 	fputs("</p>\n", f);
+	free(top);
 }
 
 int report_html(FILE *f, const struct report_input *in)
