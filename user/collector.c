@@ -1427,7 +1427,7 @@ int collector__sync(struct collector *c)
 	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
 }
 
-static int read_io_mem(struct collector *c, __u32 key, struct task_figures *out)
+static int read_io_mem_net(struct collector *c, __u32 key, struct task_figures *out)
 {
 	const struct tp_io_stats *io = c->percpu_buf;
 	struct tp_mem_stats ms;
@@ -1492,7 +1492,7 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	out->exec_failures = ps.exec_failures;
 	out->left_task = ps.left_task;
 	out->events_received = c->slots[slot].events;
-	return read_io_mem(c, key, out);
+	return read_io_mem_net(c, key, out);
 }
 
 __s64 collector__take_peak(struct collector *c, int slot)
@@ -1520,29 +1520,34 @@ const struct program_stat *collector__programs(const struct collector *c, int sl
 	return c->slots[slot].progs;
 }
 
-int collector__processes(const struct collector *c, int slot, __u64 now_ns, struct procs *out)
+int collector__processes(const struct collector *c, int slot, __u64 now_ns, __u64 start_ns,
+			 struct procs *out)
 {
+	struct procs all = { 0 };
 	const struct slot *s;
 	const struct proc_info *pi;
 	size_t pos = 0;
 	__u64 tgid;
+	int err;
 
 	memset(out, 0, sizeof(*out));
 	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	s = &c->slots[slot];
 	for (size_t i = 0; i < s->done.n; i++)
-		procs__add(out, &s->done.v[i]);
+		procs__add(&all, &s->done.v[i]);
 	while ((pi = htab__next(&s->procs, &pos, &tgid))) {
 		char name[16];
 		struct proc_span p;
 
 		snprintf(name, sizeof(name), "%u", (__u32)tgid);
 		p = span_of(s, (__u32)tgid, pi, now_ns, PROC_ALIVE, name);
-		procs__add(out, &p);
+		procs__add(&all, &p);
 	}
-	out->dropped += s->done.dropped;
-	return 0;
+	all.dropped += s->done.dropped;
+	err = procs__rebase(out, &all, start_ns);
+	procs__fini(&all);
+	return err;
 }
 
 int collector__probed_libs(const struct collector *c, const char *name)

@@ -94,10 +94,12 @@ unsigned collector__collects(const struct collector *c);
 
 struct procs;
 /*
- * The slot's processes: those that ended or left, and those alive (ending at now_ns),
- * the PROCS_MAX longest (times CLOCK_MONOTONIC; out is the caller's to free).
+ * The slot's processes as a record lists them: those that ended or left, and those
+ * alive (ending at now_ns), the PROCS_MAX longest, times since start_ns (CLOCK_MONOTONIC),
+ * sorted by start. out is the caller's to free (procs__fini); 0 or -errno.
  */
-int collector__processes(const struct collector *c, int slot, __u64 now_ns, struct procs *out);
+int collector__processes(const struct collector *c, int slot, __u64 now_ns, __u64 start_ns,
+			 struct procs *out);
 struct notes;
 /* The slot's notable moments so far (times CLOCK_MONOTONIC); empty for a free slot. */
 const struct notes *collector__notes(const struct collector *c, int slot);

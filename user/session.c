@@ -507,18 +507,6 @@ static void read_cgroup_figures(struct session *s)
 	}
 }
 
-/* The task's processes as the record lists them: times since its start. */
-static void take_processes(struct session *s, __u64 now, struct procs *out)
-{
-	struct procs all;
-
-	procs__fini(out);
-	if (collector__processes(s->c, s->slot, now, &all))
-		return;
-	procs__rebase(out, &all, s->start_ns);
-	procs__fini(&all);
-}
-
 struct task_record *session__finish(struct session *s)
 {
 	struct task_record *rec = &s->rec;
@@ -552,7 +540,8 @@ struct task_record *session__finish(struct session *s)
 	rec->by_daemon = s->p.by_daemon;
 	notes__fini(&rec->notes);
 	notes__rebase(&rec->notes, collector__notes(s->c, s->slot), s->start_ns);
-	take_processes(s, now, &rec->procs);
+	procs__fini(&rec->procs);
+	collector__processes(s->c, s->slot, now, s->start_ns, &rec->procs);
 	read_cgroup_figures(s);
 	return rec;
 }
@@ -617,7 +606,7 @@ int session__live(struct session *s, struct task_record *out)
 	out->skipped_runs = collector__skipped_runs(s->c);
 	out->by_daemon = s->p.by_daemon;
 	notes__rebase(&out->notes, collector__notes(s->c, s->slot), s->start_ns);
-	take_processes(s, now, &out->procs);
+	collector__processes(s->c, s->slot, now, s->start_ns, &out->procs);
 	return 0;
 }
 

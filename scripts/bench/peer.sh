@@ -13,7 +13,6 @@ set -euo pipefail
 need_root
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d -p /var/tmp taskprobe-bench.XXXXXX)
-CLEANUP=
 with_bpf_stats
 trap 'sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -rf "$work"' EXIT
 # Made, exactly: 1500 execs of true, 301 of sleep (each shell execs its sleep, then one).
