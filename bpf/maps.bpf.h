@@ -6,6 +6,7 @@
 #ifndef TP_MAPS_BPF_H
 #define TP_MAPS_BPF_H
 
+#include <bpf/bpf_core_read.h>
 #include "taskprobe.h"
 
 /* cgroup v2 id (kernfs node id) -> task slot; holds task roots and their descendants. */
@@ -85,23 +86,26 @@ struct {
 
 /*
  * Per-thread state of threads that belong to a task. Its presence is what marks a
- * thread as tracked on the hot path, so sched_switch needs no hash lookup.
+ * thread as tracked on the hot paths (one load of task->bpf_storage), so untracked
+ * threads' events need no hash lookup.
  */
 struct tp_thread {
 	__u64 runtime_base; /* se.sum_exec_runtime already charged */
+	__u64 delay_base;   /* sched_info.run_delay already charged */
 	/* task->ioac when adopted: a thread born in the task starts at 0 */
 	__u64 rchar_base;
 	__u64 wchar_base;
 	__u64 read_base;
 	__u64 write_base;
 	__u64 cancelled_base;
-	__u64 runnable_since; /* when it last became runnable, 0 when running or asleep */
+	__u64 runnable_since; /* histogram without sched_info: when it last became runnable */
 	__u32 slot;
 	__u32 gen;
-	/* at its exit event: se.sum_exec_runtime reported then, and TP_EXIT_GROUP_DEAD */
+	/* at its exit event: se.sum_exec_runtime reported then, when, and TP_EXIT_GROUP_DEAD */
 	__u64 exit_runtime;
+	__u64 exit_ns;
 	__u32 exit_flags;
-	__u32 pad;
+	__u32 exited;
 };
 
 struct {
@@ -121,6 +125,14 @@ static __always_inline struct tp_cgroup_info *tp_cgroup_lookup(__u64 cgid)
 static __always_inline __u64 tp_task_cgroup_id(struct task_struct *t)
 {
 	return t->cgroups->dfl_cgrp->kn->id;
+}
+
+/* Time t has waited runnable for a CPU, all told (0 without CONFIG_SCHED_INFO). */
+static __always_inline __u64 tp_run_delay(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->sched_info))
+		return t->sched_info.run_delay;
+	return 0;
 }
 
 static __always_inline void tp_count_lost(__u32 slot)
@@ -219,7 +231,9 @@ static __always_inline struct tp_thread *tp_thread_adopt(struct task_struct *t,
 		th->slot = ci->slot;
 		th->gen = ci->gen;
 		th->runtime_base = t->se.sum_exec_runtime;
+		th->delay_base = tp_run_delay(t);
 		th->runnable_since = 0;
+		th->exited = 0;
 		th->rchar_base = t->ioac.rchar;
 		th->wchar_base = t->ioac.wchar;
 		th->read_base = t->ioac.read_bytes;
@@ -229,19 +243,39 @@ static __always_inline struct tp_thread *tp_thread_adopt(struct task_struct *t,
 	return th;
 }
 
-/* Charges t's CPU time since it was last charged to its task's slot. */
+/*
+ * Moves *base up to now and returns by how much, or 0 when it was there already. The
+ * exit, release and task-iterator programs charge the same thread from different
+ * CPUs: the compare-and-swap makes each nanosecond charged once.
+ */
+static __always_inline __u64 tp_take_growth(__u64 *base, __u64 now)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *base;
+
+		if (now <= old)
+			return 0;
+		if (__sync_val_compare_and_swap(base, old, now) == old)
+			return now - old;
+	}
+	return 0;
+}
+
+/* Charges t's CPU time and run-queue wait since they were last charged to its task. */
 static __always_inline void tp_charge_cpu(struct task_struct *t, struct tp_thread *th)
 {
-	__u64 rt = t->se.sum_exec_runtime;
+	__u64 ran = tp_take_growth(&th->runtime_base, t->se.sum_exec_runtime);
+	__u64 waited = tp_take_growth(&th->delay_base, tp_run_delay(t));
 	struct tp_cpu_stats *cs;
 	__u32 slot = th->slot;
 
-	if (rt <= th->runtime_base)
+	if (!ran && !waited)
 		return;
 	cs = bpf_map_lookup_elem(&cpu_stats, &slot);
-	if (cs)
-		cs->cpu_ns += rt - th->runtime_base;
-	th->runtime_base = rt;
+	if (!cs)
+		return;
+	cs->cpu_ns += ran;
+	cs->wait_ns += waited;
 }
 
 /* Adds what t's I/O counters grew by since adoption to its task (t is exiting). */

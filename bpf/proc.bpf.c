@@ -126,26 +126,26 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	if (!ci)
 		return 0;
 	slot = ci->slot;
-	/* Charge now, in case the last switch-out is one the kernel does not trace. */
+	/* signal->live was decremented just before this tracepoint in do_exit(). */
+	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	/* The rest of its CPU time is charged when it is freed (sched.bpf.c). */
 	th = tp_thread_get(p);
 	if (th) {
 		tp_charge_cpu(p, th);
 		tp_charge_ioac(p, th);
-	}
-	/* signal->live was decremented just before this tracepoint in do_exit(). */
-	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
-	if (th) {
 		th->exit_runtime = p->se.sum_exec_runtime;
+		th->exit_ns = bpf_ktime_get_ns();
 		th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
+		th->exited = 1;
+		if (ps)
+			__sync_fetch_and_add(&ps->thread_exits, 1);
 	}
-	if (group_dead) {
-		ps = bpf_map_lookup_elem(&proc_stats, &slot);
-		if (ps) {
-			__sync_fetch_and_add(&ps->exits, 1);
-			tp_alive_add(slot, -1);
-			if (p->exit_code)
-				__sync_fetch_and_add(&ps->failed_exits, 1);
-		}
+	if (group_dead && ps) {
+		__sync_fetch_and_add(&ps->exits, 1);
+		tp_alive_add(slot, -1);
+		if (p->exit_code)
+			__sync_fetch_and_add(&ps->failed_exits, 1);
 	}
 
 	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, ci, p);

@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Scheduler programs: exact on-CPU time and run-queue latency per task. */
+/*
+ * Scheduler programs: exact on-CPU time and run-queue wait per task, with no program
+ * on the context switch unless the run-queue histogram is asked for.
+ *
+ * A thread's CPU time is the growth of se.sum_exec_runtime, its wait for a CPU the
+ * growth of sched_info.run_delay: the kernel's own figures (what getrusage, cpu.stat
+ * and schedstat report). They are charged when the thread exits (proc.bpf.c), when
+ * it is released after its last switch-out (sched_process_free, below), and for
+ * threads still alive by the task iterator, which userspace runs before it reads.
+ */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -8,13 +17,12 @@
 #include "bits.bpf.h"
 
 #define TASK_RUNNING 0
-#define TASK_DEAD 0x80
 
 char LICENSE[] SEC("license") = "GPL";
 
 /*
  * Set by the loader when task_struct has sched_info (CONFIG_SCHED_INFO): the kernel
- * then stamps each thread when it is queued, and run-queue latency is read from that
+ * then stamps each thread when it is queued, and the histogram reads a wait from that
  * stamp and the run queue's clock, with no clock read of our own and no wakeup
  * programs at all. The run queue is reached through the thread's cfs_rq
  * (CONFIG_FAIR_GROUP_SCHED, checked by CO-RE). Without sched_info, sched_wakeup
@@ -24,20 +32,13 @@ const volatile bool use_sched_info = false;
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-	struct tp_cgroup_info *ci;
 	struct tp_thread *th;
 
+	if (!p->bpf_storage)
+		return 0;
 	th = tp_thread_get(p);
-	if (!th) {
-		/* A thread that came into a task without fork (moved, or there before). */
-		ci = tp_cgroup_lookup(tp_task_cgroup_id(p));
-		if (!ci)
-			return 0;
-		th = tp_thread_adopt(p, ci);
-		if (!th)
-			return 0;
-	}
-	th->runnable_since = bpf_ktime_get_ns();
+	if (th)
+		th->runnable_since = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -54,37 +55,9 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
 }
 
 /*
- * A dead thread's last switch-out: what it ran since its exit event (exit_mm, files,
- * and for a short process most of its life, since se.sum_exec_runtime was stale at
- * sched_process_exit) goes to its program too. Once per thread, never on the hot path.
- */
-static __noinline void final_switch(struct task_struct *prev, struct tp_thread *th)
-{
-	struct tp_cgroup_info ci = { .slot = th->slot, .gen = th->gen };
-	__u64 rt = prev->se.sum_exec_runtime;
-	struct tp_exit_event *e;
-
-	/* Since the exit event, switches in between included (exit_mm may sleep). */
-	if (rt < th->exit_runtime)
-		return;
-	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, prev);
-	if (!e)
-		return;
-	e->runtime_ns = rt - th->exit_runtime;
-	e->start_ns = 0;
-	e->exit_code = 0;
-	e->flags = th->exit_flags;
-	bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
-	/* The reader drains on its timer: no wakeup from inside the scheduler. */
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-}
-
-/*
- * CPU time is the growth of se.sum_exec_runtime since the thread was last charged:
- * the kernel's own figure (what getrusage and cpu.stat report, steal excluded).
- * Charging the difference, rather than timing switch-in to switch-out, stays exact
- * when a switch-in is never traced (seen on 6.18 guests): the time is charged at
- * the next switch-out. The hot path is two task-storage lookups, no hash.
+ * The run-queue histogram (collect runq): each wait of a task's thread, wakeup or
+ * preemption to running, at its switch-in. Switches of untracked threads cost one
+ * load of next->bpf_storage.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -95,22 +68,14 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u64 delta, queued;
 	__u32 slot;
 
-	/*
-	 * Most switches on a host involve no task at all: threads that never had task
-	 * storage have none to look up (one load each, no helper call).
-	 */
-	if (!prev->bpf_storage && !next->bpf_storage)
-		return 0;
-	th = tp_thread_get(prev);
-	if (th) {
-		if (prev_state == TASK_DEAD)
-			final_switch(prev, th);
-		tp_charge_cpu(prev, th);
-		/* Preempted, still runnable: its wait for the CPU starts now. */
-		if (!use_sched_info && prev_state == TASK_RUNNING)
+	/* Preempted, still runnable: its wait for the CPU starts now. */
+	if (!use_sched_info && prev_state == TASK_RUNNING && prev->bpf_storage) {
+		th = tp_thread_get(prev);
+		if (th)
 			th->runnable_since = bpf_ktime_get_ns();
 	}
-
+	if (!next->bpf_storage)
+		return 0;
 	th = tp_thread_get(next);
 	if (!th)
 		return 0;
@@ -135,5 +100,80 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		cs->runq_sum_ns += delta;
 		cs->runq_hist[tp_log2_slot(delta)]++;
 	}
+	return 0;
+}
+
+/*
+ * A thread is freed after both its release (reaped, or at once for a thread that is
+ * not a leader) and its last switch-out, one RCU grace period later: its runtime is
+ * final here. What it ran since its exit event (exit_mm, files, and for a short
+ * process most of its life, as se.sum_exec_runtime was stale then) is charged and
+ * sent to its program. Once per thread.
+ */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(tp_sched_process_free, struct task_struct *p)
+{
+	struct tp_cgroup_info ci;
+	struct tp_proc_stats *ps;
+	struct tp_exit_event *e;
+	struct tp_thread *th;
+	__u64 rt;
+
+	if (!p->bpf_storage)
+		return 0;
+	th = tp_thread_get(p);
+	if (!th || !th->exited)
+		return 0;
+	tp_charge_cpu(p, th);
+	ci.slot = th->slot;
+	ci.gen = th->gen;
+	ps = bpf_map_lookup_elem(&proc_stats, &ci.slot);
+	if (ps)
+		__sync_fetch_and_add(&ps->thread_frees, 1);
+	rt = p->se.sum_exec_runtime;
+	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, p);
+	if (!e)
+		return 0;
+	/* Dated at the exit it follows: a process's span ends there. */
+	e->hdr.ts_ns = th->exit_ns;
+	e->runtime_ns = rt > th->exit_runtime ? rt - th->exit_runtime : 0;
+	e->start_ns = 0;
+	e->exit_code = 0;
+	e->flags = th->exit_flags;
+	bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm);
+	/* The reader drains on its timer. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/*
+ * Run by userspace before it reads (collector__refresh): every live thread of a task
+ * is charged what it ran and waited since it was last charged. A thread of a process
+ * moved into a task is adopted here, by its leader's state.
+ */
+SEC("iter/task")
+int tp_iter_charge(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task, *leader;
+	struct tp_cgroup_info ci;
+	struct tp_thread *th;
+
+	if (!t)
+		return 0;
+	if (!t->bpf_storage) {
+		leader = t->group_leader;
+		if (!leader || leader == t || !leader->bpf_storage)
+			return 0;
+		th = tp_thread_get(leader);
+		if (!th)
+			return 0;
+		ci.slot = th->slot;
+		ci.gen = th->gen;
+		tp_thread_adopt(t, &ci);
+		return 0;
+	}
+	th = tp_thread_get(t);
+	if (th && !th->exited)
+		tp_charge_cpu(t, th);
 	return 0;
 }

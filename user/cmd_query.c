@@ -406,7 +406,8 @@ int cmd_hist(int argc, char **argv)
 		goto out;
 	if (!ho.found && q.nargs > 1) {
 		tp_err("task '%s' has no histogram '%s' (cpu.runq_latency or runq, io.latency or io, "
-		       "net.tcp.connect_latency or tcp_connect)",
+		       "net.tcp.connect_latency or tcp_connect; runq is collected with collect "
+		       "= all or ...,runq)",
 		       q.args[0], q.args[1]);
 		goto out;
 	}

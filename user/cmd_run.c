@@ -599,7 +599,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 	if (err)
 		return err;
 	copts.max_tasks = 1; /* this run's task: one slot in the per-task maps */
-	copts.collect = cfg->collect & (o->collect ? o->collect : COLLECT_ALL);
+	copts.collect = o->collect ? o->collect : cfg->collect;
 	st->c = collector__open(&copts);
 	if (!st->c) {
 		report_open_error(errno);
@@ -656,7 +656,7 @@ static struct task_record *finish(struct run_state *st, struct task_record *t, s
 	struct task_record *rec;
 
 	if (!st->linked) {
-		collector__sync(st->c);
+		collector__sync(st->c, st->s.slot);
 		rec = session__finish(&st->s);
 		task_set_end(rec, st->wstatus, st->exec_err);
 		return rec;

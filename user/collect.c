@@ -11,7 +11,7 @@ static const struct {
 	unsigned bit;
 } kinds[] = {
 	{ "cpu", COLLECT_CPU }, { "io", COLLECT_IO },	  { "mem", COLLECT_MEM },
-	{ "net", COLLECT_NET }, { "http", COLLECT_HTTP },
+	{ "net", COLLECT_NET }, { "http", COLLECT_HTTP }, { "runq", COLLECT_RUNQ },
 };
 
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -20,7 +20,8 @@ int collect_parse(const char *s, unsigned *mask, const char **why)
 {
 	unsigned m = 0;
 
-	*why = "collect takes cpu, io, mem, net and http, comma-separated, or all (http needs net)";
+	*why = "collect takes cpu, io, mem, net, http and runq, comma-separated, or all (http "
+	       "needs net)";
 	if (!strcmp(s, "all")) {
 		*mask = COLLECT_ALL;
 		return 0;
@@ -70,7 +71,8 @@ bool collect_has(unsigned mask, const char *name, bool mem_from_cgroup)
 		/* cpu.user_ns, cpu.system_ns and cpu.peak_cores are the cgroup's cpu.stat */
 		{ "cpu.time_ns", COLLECT_CPU },
 		{ "cpu.avg_cores", COLLECT_CPU },
-		{ "cpu.runq_latency", COLLECT_CPU },
+		{ "cpu.runq_latency", COLLECT_RUNQ },
+		{ "cpu.runq_wait_ns", COLLECT_CPU },
 		/* io.read_bytes, write_bytes, rchar, wchar: each thread's ioac at its exit */
 		{ "io.read_ops", COLLECT_IO },
 		{ "io.write_ops", COLLECT_IO },

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What a collector collects (config collect, run --collect): cpu (the scheduler
- * programs: CPU time, run-queue latency), io (the block layer), mem (resident
- * memory, OOM kills), net (TCP, DNS), http (TLS and plaintext HTTP; needs net).
+ * What a collector collects (config collect, run --collect): cpu (CPU time and
+ * run-queue wait, at thread exit and by the task iterator), io (the block layer), mem
+ * (resident memory, OOM kills), net (TCP, DNS), http (TLS and plaintext HTTP; needs
+ * net), runq (the run-queue histogram, the only one with a program on every context
+ * switch: not collected unless asked for; the default is all but runq).
  * Processes (fork, exec, exit) and cgroups are always followed: they make the task.
  * The programs of what is not collected are neither loaded nor attached, and a
  * record leaves out the figures it did not collect.
@@ -19,10 +21,13 @@ enum collect_bit {
 	COLLECT_MEM = 1 << 2,
 	COLLECT_NET = 1 << 3,
 	COLLECT_HTTP = 1 << 4,
-	COLLECT_ALL = (1 << 5) - 1,
+	/* the run-queue histogram: a program on every context switch, so asked for */
+	COLLECT_RUNQ = 1 << 5,
+	COLLECT_ALL = (1 << 6) - 1,
+	COLLECT_DEFAULT = COLLECT_ALL & ~COLLECT_RUNQ,
 };
 
-/* "cpu,io,mem,net,http" (any of them) or "all": 0 and *mask, or -EINVAL and *why. */
+/* "cpu,io,mem,net,http,runq" (any of them) or "all": 0 and *mask, or -EINVAL and *why. */
 int collect_parse(const char *s, unsigned *mask, const char **why);
 /* The names in mask, comma-separated, into buf ("all" for every one, "none"). */
 const char *collect_format(unsigned mask, char *buf, size_t len);

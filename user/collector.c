@@ -41,8 +41,8 @@ _Static_assert(sizeof(struct tp_exec_event) ==
 		       32 + 16 + TP_COMM_LEN + TP_PATH_LEN + 8 + TP_ARGS_LEN,
 	       "ABI: tp_exec_event");
 _Static_assert(sizeof(struct tp_exit_event) == 32 + 24 + TP_COMM_LEN, "ABI: tp_exit_event");
-_Static_assert(sizeof(struct tp_cpu_stats) == (3 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
-_Static_assert(sizeof(struct tp_proc_stats) == 10 * 8, "ABI: tp_proc_stats");
+_Static_assert(sizeof(struct tp_cpu_stats) == (4 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
+_Static_assert(sizeof(struct tp_proc_stats) == 12 * 8, "ABI: tp_proc_stats");
 _Static_assert(sizeof(struct tp_io_stats) == (8 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
@@ -138,6 +138,7 @@ struct collector {
 	int max_tasks;
 	unsigned collect; /* collect.h */
 	struct loop_handler ring_h;
+	__u64 refreshed_ns; /* when the task iterator last charged live threads */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -769,14 +770,15 @@ static void drop_uncollected(struct collector *c)
 		unsigned bit;
 		struct bpf_program *p;
 	} progs[] = {
-		{ COLLECT_CPU, k->progs.tp_sched_switch },
-		{ COLLECT_CPU, k->progs.tp_sched_wakeup },
-		{ COLLECT_CPU, k->progs.tp_sched_wakeup_new },
+		{ COLLECT_CPU, k->progs.tp_sched_process_free },
+		{ COLLECT_CPU, k->progs.tp_iter_charge },
+		{ COLLECT_RUNQ, k->progs.tp_sched_switch },
+		{ COLLECT_RUNQ, k->progs.tp_sched_wakeup },
+		{ COLLECT_RUNQ, k->progs.tp_sched_wakeup_new },
 		{ COLLECT_IO, k->progs.tp_block_bio_backmerge },
 		{ COLLECT_IO, k->progs.tp_block_bio_frontmerge },
 		{ COLLECT_IO, k->progs.tp_block_rq_merge },
 		{ COLLECT_IO, k->progs.tp_block_io_start },
-		{ COLLECT_IO, k->progs.tp_block_rq_issue },
 		{ COLLECT_IO, k->progs.tp_block_rq_complete },
 		{ COLLECT_MEM, k->progs.tp_rss_stat },
 		{ COLLECT_MEM, k->progs.tp_mark_victim },
@@ -871,7 +873,7 @@ struct collector *collector__open(const struct collector_opts *opts)
 	if (!c)
 		return NULL;
 	c->max_tasks = opts && opts->max_tasks ? opts->max_tasks : TP_MAX_TASKS;
-	c->collect = opts && opts->collect ? opts->collect & COLLECT_ALL : COLLECT_ALL;
+	c->collect = opts && opts->collect ? opts->collect & COLLECT_ALL : COLLECT_DEFAULT;
 	if (c->max_tasks < 1 || c->max_tasks > TP_MAX_TASKS_LIMIT) {
 		err = -EINVAL;
 		goto cleanup;
@@ -1408,9 +1410,65 @@ int collector__watch(struct collector *c, struct loop *l)
 	return err ? err : loop__on_tick(l, on_tick, c);
 }
 
-int collector__sync(struct collector *c)
+/*
+ * Live threads are charged what they ran and waited when the task iterator runs
+ * (tp_iter_charge): once per REFRESH_NS however many tasks are read, and always at a
+ * sync. One pass costs ~0.1 us per thread on the host.
+ */
+#define REFRESH_NS 20000000ull
+
+static int refresh(struct collector *c)
+{
+	struct bpf_link *l = c->skel->links.tp_iter_charge;
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	if (!l)
+		return 0;
+	fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	c->refreshed_ns = mono_ns();
+	return (int)n;
+}
+
+/* Threads of the slot (every used slot when slot < 0) that exited and are not freed. */
+static __u64 unfreed(struct collector *c, int slot, __u64 *frees)
+{
+	int fd = bpf_map__fd(c->skel->maps.proc_stats);
+	__u64 left = 0;
+
+	*frees = 0;
+	for (int i = slot < 0 ? 0 : slot; i < (slot < 0 ? c->max_tasks : slot + 1); i++) {
+		struct tp_proc_stats ps;
+		__u32 key = (__u32)i;
+
+		if (!c->slots[i].used || bpf_map_lookup_elem(fd, &key, &ps))
+			continue;
+		*frees += ps.thread_frees;
+		if (ps.thread_exits > ps.thread_frees)
+			left += ps.thread_exits - ps.thread_frees;
+	}
+	return left;
+}
+
+/*
+ * Waits for the last slices: a dead thread is freed after its last switch-out and an
+ * RCU grace period (a few ms). A zombie nobody reaps is never freed: the wait ends
+ * when no thread was freed for SYNC_STALL_NS, and after SYNC_MAX_NS at most.
+ */
+#define SYNC_STALL_NS 200000000ull
+#define SYNC_MAX_NS 2000000000ull
+
+int collector__sync(struct collector *c, int slot)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
+	__u64 t0, last, frees, prev = 0;
 	cpu_set_t old, one;
 
 	if (!sched_getaffinity(0, sizeof(old), &old)) {
@@ -1424,6 +1482,19 @@ int collector__sync(struct collector *c)
 		}
 		sched_setaffinity(0, sizeof(old), &old);
 	}
+	t0 = last = mono_ns();
+	while ((c->collect & COLLECT_CPU) && unfreed(c, slot, &frees)) {
+		__u64 now = mono_ns();
+
+		if (frees != prev)
+			last = now;
+		prev = frees;
+		if (now - last > SYNC_STALL_NS || now - t0 > SYNC_MAX_NS)
+			break;
+		usleep(1000);
+	}
+	if ((c->collect & COLLECT_CPU) && refresh(c))
+		return -EIO;
 	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
 }
 
@@ -1470,10 +1541,13 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	if ((c->collect & COLLECT_CPU) && mono_ns() - c->refreshed_ns > REFRESH_NS)
+		refresh(c);
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_stats), &key, c->percpu_buf))
 		return -errno;
 	for (int cpu = 0; cpu < c->ncpus; cpu++) {
 		out->cpu_ns += cs[cpu].cpu_ns;
+		out->runq_wait_ns += cs[cpu].wait_ns;
 		out->runq.count += cs[cpu].runq_count;
 		out->runq.sum += cs[cpu].runq_sum_ns;
 		for (int i = 0; i < TP_HIST_SLOTS; i++)

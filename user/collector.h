@@ -46,7 +46,8 @@ struct task_figures {
 	__s64 max_alive;
 	__u64 lost_events;     /* events the ring buffer had no room for */
 	__u64 events_received; /* events drained so far */
-	struct tp_hist runq;
+	__u64 runq_wait_ns;    /* sched_info.run_delay: runnable, waiting for a CPU */
+	struct tp_hist runq;   /* each wait, when collect has runq */
 	/* block layer: requests the task's threads submitted, completed */
 	__u64 io_read_ops;
 	__u64 io_write_ops;
@@ -130,11 +131,12 @@ struct loop;
  */
 int collector__watch(struct collector *c, struct loop *l);
 /*
- * Makes every figure of threads that already exited final: each CPU is made to
- * switch once (a dying thread's last slice is counted at its last switch), then the
- * ring buffer is drained.
+ * Makes the figures of the slot's threads (every slot's when slot < 0) that already
+ * exited final: each CPU is made to switch once, their release (which carries a
+ * dying thread's last slice) is waited for, live threads are charged, and the ring
+ * buffer is drained.
  */
-int collector__sync(struct collector *c);
+int collector__sync(struct collector *c, int slot);
 
 int collector__read(struct collector *c, int slot, struct task_figures *out);
 /*

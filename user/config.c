@@ -22,7 +22,7 @@ void config_defaults(struct config *c)
 	snprintf(c->listen, sizeof(c->listen), "%s", "127.0.0.1:9464");
 	c->max_db_mb = 1024;
 	c->max_tasks = TP_MAX_TASKS;
-	c->collect = COLLECT_ALL;
+	c->collect = COLLECT_DEFAULT;
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", TP_DEFAULT_PIN_DIR);
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");

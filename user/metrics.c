@@ -70,12 +70,14 @@ static void set_mem_peak(struct task_record *t, double v)
 		n, u, k, key, src, -1, get, set, real                                              \
 	}
 
+static const char SRC_SCHED[] = "bpf:sched_process_exit,free,iter/task";
 static const char SRC_PROC[] = "bpf:sched_process_fork,exec,exit";
 static const char SRC_IOAC[] = "bpf:task ioac at thread exit";
 static const char SRC_BLOCK[] = "bpf:block_io_start,block_bio_backmerge";
 
 const struct metric_desc metric_descs[] = {
-	CNT("cpu.time_ns", "ns", "cpu.time_ns", "bpf:sched_switch", cpu_ns),
+	CNT("cpu.time_ns", "ns", "cpu.time_ns", SRC_SCHED, cpu_ns),
+	CNT("cpu.runq_wait_ns", "ns", NULL, SRC_SCHED, runq_wait_ns),
 	FN("cpu.user_ns", "ns", METRIC_COUNTER, "cpu.user_ns", "cgroup:cpu.stat", get_user, NULL,
 	   false),
 	FN("cpu.system_ns", "ns", METRIC_COUNTER, "cpu.system_ns", "cgroup:cpu.stat", get_system,
@@ -125,7 +127,7 @@ static struct tp_hist *connect_at(struct task_record *t)
 }
 
 const struct hist_desc hist_descs[] = {
-	{ "cpu.runq_latency", "runq", "ns", "bpf:sched_switch,sched_info", runq_at },
+	{ "cpu.runq_latency", "runq", "ns", "bpf:sched_switch", runq_at },
 	{ "io.latency", "io", "ns", NULL, io_at },
 	{ "net.tcp.connect_latency", "tcp_connect", "ns", NULL, connect_at },
 };

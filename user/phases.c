@@ -69,6 +69,7 @@ static void finish(struct phase *p, const struct phase_snap *now)
 	p->execs = now->execs - p->begin.execs;
 	p->read_bytes = now->read_bytes - p->begin.read_bytes;
 	p->write_bytes = now->write_bytes - p->begin.write_bytes;
+	p->runq_wait_ns = now->runq_wait_ns - p->begin.runq_wait_ns;
 	for (int i = 0; i < TP_HIST_SLOTS; i++)
 		d.slots[i] = now->runq.slots[i] - p->begin.runq.slots[i];
 	p->runq_p99_ns = hist_quantile(&d, 0.99);
@@ -121,6 +122,7 @@ static const struct {
 	{ "wall_ns", offsetof(struct phase, wall_ns) },
 	{ "cpu_ns", offsetof(struct phase, cpu_ns) },
 	{ "runq_p99_ns", offsetof(struct phase, runq_p99_ns) },
+	{ "runq_wait_ns", offsetof(struct phase, runq_wait_ns) },
 	{ "read_bytes", offsetof(struct phase, read_bytes) },
 	{ "write_bytes", offsetof(struct phase, write_bytes) },
 	{ "execs", offsetof(struct phase, execs) },

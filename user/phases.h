@@ -23,6 +23,7 @@ struct phase_snap {
 	__u64 execs;
 	__u64 read_bytes;
 	__u64 write_bytes;
+	__u64 runq_wait_ns;
 	struct tp_hist runq;
 };
 
@@ -36,6 +37,7 @@ struct phase {
 	__u64 wall_ns;
 	__u64 cpu_ns;
 	__u64 runq_p99_ns;
+	__u64 runq_wait_ns;
 	__u64 read_bytes;
 	__u64 write_bytes;
 	__u64 execs;

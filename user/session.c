@@ -124,11 +124,12 @@ static void snap_of(struct phase_snap *snap, __u64 now, const struct task_figure
 	snap->t_ns = now;
 	if (!f)
 		return;
-	/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
+	/* cpu.stat is current to the tick; BPF charges a live thread when the iterator runs. */
 	snap->cpu_ns = cs ? cs->usage_us * 1000 : f->cpu_ns;
 	snap->execs = f->execs;
 	snap->read_bytes = f->io_blk_read_bytes;
 	snap->write_bytes = f->io_blk_write_bytes;
+	snap->runq_wait_ns = f->runq_wait_ns;
 	snap->runq = f->runq;
 }
 

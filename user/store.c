@@ -602,7 +602,9 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 	if (!err)
 		err = write_metrics(s, tid, record);
 	for (size_t i = 0; i < hist_descs_n && !err; i++)
-		err = write_hist(s, tid, &hist_descs[i], hist_descs[i].at((struct task_record *)t));
+		if (task_collected(t, hist_descs[i].name))
+			err = write_hist(s, tid, &hist_descs[i],
+					 hist_descs[i].at((struct task_record *)t));
 	if (!err)
 		err = write_net(s, tid, &t->net);
 	free(record);

@@ -288,6 +288,11 @@ static void print_io_mem(FILE *f, const struct task_record *t)
 		(unsigned long long)g->oom_kills);
 }
 
+bool task_collected(const struct task_record *t, const char *name)
+{
+	return collect_has(t->collect ? t->collect : COLLECT_ALL, name, t->have_memory_peak);
+}
+
 void task_print_summary(FILE *f, const struct task_record *t)
 {
 	char cmd[SUMMARY_WIDTH], a[32], b[32], c[32];
@@ -327,11 +332,18 @@ void task_print_summary(FILE *f, const struct task_record *t)
 			(unsigned long long)um_table__rejected_total(t->um), t->um->n);
 	print_leftovers(f, t);
 	print_programs(f, t);
-	fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n", (unsigned long long)g->runq.count,
-		tp_fmt_dur(a, sizeof(a), hist_quantile(&g->runq, 0.50)),
-		tp_fmt_dur(b, sizeof(b), hist_quantile(&g->runq, 0.99)));
-	if (g->runq.count)
-		hist_print(f, &g->runq, 1, "nsecs");
+	if (task_collected(t, "cpu.runq_wait_ns"))
+		fprintf(f, "  run queue  %s waiting for a CPU (%.1f%% of its CPU time)\n",
+			tp_fmt_dur(a, sizeof(a), g->runq_wait_ns),
+			g->cpu_ns ? 100.0 * (double)g->runq_wait_ns / (double)g->cpu_ns : 0.0);
+	if (task_collected(t, "cpu.runq_latency")) {
+		fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n",
+			(unsigned long long)g->runq.count,
+			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->runq, 0.50)),
+			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->runq, 0.99)));
+		if (g->runq.count)
+			hist_print(f, &g->runq, 1, "nsecs");
+	}
 	if (g->lost_events || t->lost_total)
 		fprintf(f,
 			"  WARNING    %llu events lost (ring buffer full); program figures are "
@@ -420,11 +432,6 @@ static void write_user_metrics(struct jw *w, const struct um_table *um)
 }
 
 /* A figure of a category the collector did not collect is left out of the record. */
-static bool collected(const struct task_record *t, const char *name)
-{
-	return collect_has(t->collect ? t->collect : COLLECT_ALL, name, t->have_memory_peak);
-}
-
 static void write_metrics(struct jw *w, const struct task_record *t)
 {
 	const char *mem_src;
@@ -436,7 +443,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		const struct metric_desc *d = &metric_descs[i];
 		double v;
 
-		if (!collected(t, d->name))
+		if (!task_collected(t, d->name))
 			continue;
 		if (d->fig_off >= 0)
 			jw_ku64(w, d->name, metric_fig(d, t));
@@ -447,7 +454,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		else
 			jw_ku64(w, d->name, (__u64)v);
 	}
-	net_write_metrics(w, &t->net, collected(t, "net."), collected(t, "http."));
+	net_write_metrics(w, &t->net, task_collected(t, "net."), task_collected(t, "http."));
 	write_user_metric_values(w, t->um);
 	jw_obj_end(w);
 
@@ -569,7 +576,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
 	for (size_t i = 0; i < hist_descs_n; i++)
-		if (collected(t, hist_descs[i].name))
+		if (task_collected(t, hist_descs[i].name))
 			write_hist(w, hist_descs[i].name, hist_descs[i].at((struct task_record *)t),
 				   hist_descs[i].unit);
 	jw_obj_end(w);

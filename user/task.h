@@ -92,6 +92,8 @@ struct task_record {
 
 /* mem.peak_bytes and where it came from. */
 __u64 task_mem_peak(const struct task_record *t, const char **source);
+/* Whether the figure name (a metric or histogram) was collected for t (collect.h). */
+bool task_collected(const struct task_record *t, const char *name);
 /* The shell-style status: the code, or 128 + signal. */
 /* How the main process ended: its wait status, or the errno of its failed exec. */
 void task_set_end(struct task_record *t, int wstatus, int exec_err);

@@ -5,7 +5,10 @@
 # task; and, in the same run on the same events, the dispatch floor: an empty program
 # on each hot hook (scripts/bench/floor.bpf.c). Each hot program's cost is printed as
 # a ratio to its hook's floor, against the targets of docs/PERFORMANCE.md.
+# COLLECT=all also attaches the run-queue histogram's sched_switch program (not
+# collected by default).
 #   scripts/bench/bpf-cost.sh
+#   COLLECT=all scripts/bench/bpf-cost.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -35,7 +38,7 @@ done
 grep -q ready "$out.ready" || { echo "bpf-cost: the floor did not load" >&2; exit 1; }
 rm -f "$out.ready"
 # The task reads the stats of every program just before it ends.
-"$TP" run --quiet --no-db -- sh -c "hackbench -g 2 -l 1000 >/dev/null 2>&1;
+"$TP" run --quiet --no-db --collect "${COLLECT:-cpu,io,mem,net,http}" -- sh -c "hackbench -g 2 -l 1000 >/dev/null 2>&1;
 	i=0; while [ \$i -lt 2000 ]; do /bin/true; i=\$((i+1)); done;
 	dd if=/dev/zero of='$out.dd' bs=64k count=2000 oflag=direct status=none;
 	rm -f '$out.dd';
@@ -50,11 +53,18 @@ hot = {"tp_sched_switch": ("sched_switch", 1.3),
        "tp_sched_process_fork": ("sched_process_fork", 5),
        "tp_sched_process_exec": ("sched_process_exec", 5),
        "tp_sched_process_exit": ("sched_process_exit", 5),
+       "tp_sched_process_free": ("sched_process_free", 5),
        "tp_block_io_start": ("block_io_start", 1.5),
        "tp_block_rq_issue": ("block_rq_issue", 1.5),
        "tp_block_rq_complete": ("block_rq_complete", 1.5),
        "tp_rss_stat": ("rss_stat", None),
        "tp_sock_recv_length": ("sock_recv_length", None)}
+# Hooks the collector leaves alone by default: what their events would pay.
+for name in ("tp_sched_switch", "tp_block_rq_issue"):
+    if name not in progs:
+        f = progs.get("floor_" + hot[name][0], {})
+        print("%-24s not attached: %d events at no cost (an empty program: %.1f ns)"
+              % (name, f.get("run_cnt", 0), per(f)))
 for name in sorted(n for n in progs if n.startswith("tp_")):
     p = progs[name]
     line = "%-24s %10d events %8.1f ns/event" % (name, p.get("run_cnt", 0), per(p))

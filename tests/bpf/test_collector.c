@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "collect.h"
 #include "collector.h"
 #include "harness.h"
 #include "net.h"
@@ -88,13 +90,18 @@ static void burn_ms(int ms)
 	while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
 }
 
-static struct collector *open_collector(__u32 ringbuf_bytes)
+static struct collector *open_collecting(__u32 ringbuf_bytes, unsigned collect)
 {
-	struct collector_opts opts = { .ringbuf_bytes = ringbuf_bytes };
+	struct collector_opts opts = { .ringbuf_bytes = ringbuf_bytes, .collect = collect };
 	struct collector *c = collector__open(&opts);
 
 	CHECK(c != NULL, "collector__open: %s", strerror(errno));
 	return c;
+}
+
+static struct collector *open_collector(__u32 ringbuf_bytes)
+{
+	return open_collecting(ringbuf_bytes, 0);
 }
 
 /* What most tests start from: a collector tracking a fresh cgroup of their own. */
@@ -104,13 +111,18 @@ struct fixture {
 	int slot;
 };
 
-static bool fixture_open(struct fixture *fx, __u32 ringbuf_bytes)
+static bool fixture_open_collecting(struct fixture *fx, __u32 ringbuf_bytes, unsigned collect)
 {
-	fx->c = open_collector(ringbuf_bytes);
+	fx->c = open_collecting(ringbuf_bytes, collect);
 	if (!fx->c || !ASSERT_OK(tu_cgroup_make(fx->cg, sizeof(fx->cg)), "make cgroup"))
 		return false;
 	fx->slot = collector__track(fx->c, fx->cg);
 	return ASSERT_GE(fx->slot, 0, "track");
+}
+
+static bool fixture_open(struct fixture *fx, __u32 ringbuf_bytes)
+{
+	return fixture_open_collecting(fx, ringbuf_bytes, 0);
 }
 
 /* Reads the figures once every process of the cgroup is gone and drained. */
@@ -118,7 +130,7 @@ static int final_figures(struct collector *c, int slot, const char *cg, struct t
 {
 	for (int i = 0; i < 500 && cgroup_populated(cg) > 0; i++)
 		usleep(10000);
-	collector__sync(c);
+	collector__sync(c, -1);
 	return collector__read(c, slot, f);
 }
 
@@ -246,7 +258,8 @@ TEST(TIER_BPF, runq_latency_histogram)
 	__u64 total = 0;
 	long switches;
 
-	if (!fixture_open(&fx, 0))
+	/* The histogram is the one figure with a program per switch: asked for. */
+	if (!fixture_open_collecting(&fx, 0, COLLECT_ALL))
 		goto out;
 	ASSERT_EQ(wait_driver(start_driver(fx.cg, sleep_driver, NULL), &ru), 0, "driver");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
@@ -267,8 +280,92 @@ TEST(TIER_BPF, runq_latency_histogram)
 	ASSERT_GE(f.runq.count + 5, switches, "context switches vs waits");
 	ASSERT_EQ(total, f.runq.count, "histogram slots sum to the count");
 	ASSERT_GE(f.runq.sum, f.runq.count, "latencies are at least 1 ns each");
+	/*
+	 * Each wait is what sched_info adds to run_delay, which the total is charged
+	 * from; run_delay also grows when a waiting thread is moved to another CPU.
+	 */
+	ASSERT_GE(f.runq_wait_ns + f.runq_wait_ns / 50, f.runq.sum,
+		  "the wait total holds each wait");
 out:
 	collector__free(fx.c);
+}
+
+struct wait_truth {
+	int nthreads;
+	__u64 delay_ns[64]; /* each thread's run_delay from its schedstat, as it ends */
+	__u64 cpu_ns[64];
+};
+
+static struct wait_truth *wait_truth;
+
+static void *contended_thread(void *arg)
+{
+	unsigned long long ran, waited;
+	long i = (long)arg;
+	FILE *f;
+
+	burn_ms(150);
+	f = fopen("/proc/thread-self/schedstat", "r");
+	if (f && fscanf(f, "%llu %llu", &ran, &waited) == 2) {
+		wait_truth->cpu_ns[i] = ran;
+		wait_truth->delay_ns[i] = waited;
+	}
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+/* Twice as many burners as CPUs: each waits about as long as it runs. */
+static int contended_driver(void *arg)
+{
+	pthread_t t[64];
+	int n = wait_truth->nthreads;
+
+	(void)arg;
+	for (long i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, contended_thread, (void *)i);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+/*
+ * The wait total against the kernel's per-thread schedstat (run_delay), read by each
+ * thread just before it ends: no program on the context switch collects it.
+ */
+TEST(TIER_BPF, runq_wait_matches_schedstat)
+{
+	struct fixture fx = { 0 };
+	__u64 truth = 0, ran = 0;
+	struct task_figures f;
+	struct rusage ru;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	wait_truth = mmap(NULL, sizeof(*wait_truth), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!ASSERT_TRUE(wait_truth != MAP_FAILED, "shared page"))
+		return;
+	memset(wait_truth, 0, sizeof(*wait_truth));
+	wait_truth->nthreads = (int)(ncpu * 2 > 64 ? 64 : ncpu * 2);
+	if (!fixture_open(&fx, 0))
+		goto out;
+	ASSERT_EQ(wait_driver(start_driver(fx.cg, contended_driver, NULL), &ru), 0, "driver");
+	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
+	for (int i = 0; i < wait_truth->nthreads; i++) {
+		truth += wait_truth->delay_ns[i];
+		ran += wait_truth->cpu_ns[i];
+	}
+	printf("    %d threads: waited %.1f ms (schedstat %.1f ms), ran %.1f ms (schedstat %.1f)\n",
+	       wait_truth->nthreads, f.runq_wait_ns / 1e6, truth / 1e6, f.cpu_ns / 1e6, ran / 1e6);
+	ASSERT_GE(ran, (__u64)wait_truth->nthreads * 149000000ull, "every thread ran its 150 ms");
+	ASSERT_GE(truth, ran / 4, "the threads waited for CPUs");
+	/* What the threads waited after their last read, and the main thread's waits. */
+	ASSERT_GE(f.runq_wait_ns, truth, "the wait total vs the threads' schedstat");
+	ASSERT_LE(f.runq_wait_ns, truth + truth / 20 + 20000000ull, "the wait total vs schedstat");
+	ASSERT_EQ(f.runq.count, 0, "no histogram unless asked for");
+out:
+	collector__free(fx.c);
+	munmap(wait_truth, sizeof(*wait_truth));
 }
 
 static int execs_driver(void *arg)

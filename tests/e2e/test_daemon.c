@@ -231,9 +231,11 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_STREQ(json_str(json_at(tu_parse_json(r.out), 0), "id"), "t1", "the ended task");
 	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/histograms", base);
 	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET histograms");
-	ASSERT_EQ(tu_num(json_get(tu_parse_json(r.out), "cpu.runq_latency"), "count"),
-		  tu_num(json_get(json_get(rec, "histograms"), "cpu.runq_latency"), "count"),
-		  "the run-queue histogram, the record's");
+	ASSERT_EQ(tu_num(json_get(tu_parse_json(r.out), "io.latency"), "count"),
+		  tu_num(json_get(json_get(rec, "histograms"), "io.latency"), "count"),
+		  "the I/O latency histogram, the record's");
+	ASSERT_TRUE(!json_get(tu_parse_json(r.out), "cpu.runq_latency"),
+		    "no run-queue histogram unless collected");
 	/* The series at N buckets: what `series --json` says, bounded 10..5000. */
 	snprintf(url, sizeof(url), "%s/api/v1/tasks/t1/series?points=10", base);
 	ASSERT_EQ(http_get(&r, url, NULL), 200, "GET series");
@@ -1131,8 +1133,8 @@ TEST(TIER_E2E, daemon_pins_maps_and_links)
 	n_old = pinned_links(dir, old_ids, 256, &named);
 	ASSERT_GE(n_old, 10, "the attached programs' links");
 	ASSERT_EQ(named, n_old, "each link's program by its pin's name");
-	snprintf(path, sizeof(path), "%s/links/tp_sched_switch", dir);
-	ASSERT_OK(access(path, F_OK), "sched_switch among them");
+	snprintf(path, sizeof(path), "%s/links/tp_sched_process_exec", dir);
+	ASSERT_OK(access(path, F_OK), "sched_process_exec among them");
 	/* Killed outright: its pins stay, and its programs with them. */
 	kill(d, SIGKILL);
 	ASSERT_EQ(wait_exit(d), 128 + SIGKILL, "killed");

@@ -230,6 +230,7 @@ TEST(TIER_E2E, collect_narrows_what_is_loaded_and_recorded)
 		 "dd if=/dev/zero of=%s bs=1M count=16 oflag=direct status=none;"
 		 " echo block=$(bpftool prog show | grep -c 'name tp_block_io_sta');"
 		 " echo switch=$(bpftool prog show | grep -c 'name tp_sched_switc');"
+		 " echo iter=$(bpftool prog show | grep -c 'name tp_iter_charge');"
 		 " echo tcp=$(bpftool prog show | grep -c 'name tp_inet_sock_se')",
 		 tu_tmp("data"));
 	tu_tp(&r, 120, "run", "--quiet", "--collect=cpu", "--json", json, "--", "sh", "-c", script,
@@ -237,7 +238,8 @@ TEST(TIER_E2E, collect_narrows_what_is_loaded_and_recorded)
 	ASSERT_EQ(r.status, 0, "run --collect=cpu");
 	ASSERT_TRUE(strstr(r.out, "block=0\n") != NULL, "no block program loaded");
 	ASSERT_TRUE(strstr(r.out, "tcp=0\n") != NULL, "no TCP program loaded");
-	ASSERT_TRUE(strstr(r.out, "switch=1\n") != NULL, "the scheduler's, once");
+	ASSERT_TRUE(strstr(r.out, "iter=1\n") != NULL, "the task iterator, once");
+	ASSERT_TRUE(strstr(r.out, "switch=0\n") != NULL, "no context-switch program");
 	rec = tu_load_json(json);
 	ASSERT_STREQ(json_str(json_get(rec, "collector"), "collect"), "cpu", "the record says");
 	ASSERT_TRUE(!json_get(json_get(rec, "metrics"), "io.blk_write_bytes") &&
@@ -245,17 +247,29 @@ TEST(TIER_E2E, collect_narrows_what_is_loaded_and_recorded)
 			    !json_get(json_get(rec, "metrics"), "http.requests") &&
 			    !json_get(json_get(rec, "histograms"), "io.latency"),
 		    "what was not collected is not in the record");
-	/* sh, dd, and bpftool and grep three times */
-	ASSERT_EQ(tu_metric(rec, "proc.execs"), 8, "execs: exact still");
-	ASSERT_TRUE(json_get(json_get(rec, "histograms"), "cpu.runq_latency") != NULL,
-		    "the run-queue histogram, collected");
+	/* sh, dd, and bpftool and grep four times */
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 10, "execs: exact still");
+	ASSERT_TRUE(json_get(json_get(rec, "metrics"), "cpu.runq_wait_ns") != NULL,
+		    "the run-queue wait, collected");
+	ASSERT_TRUE(!json_get(json_get(rec, "histograms"), "cpu.runq_latency"),
+		    "the run-queue histogram is asked for");
 	/* The same task with everything: the block program is there, once. */
 	tu_tp(&r, 120, "run", "--quiet", "--json", json_all, "--", "sh", "-c", script, NULL);
-	ASSERT_TRUE(strstr(r.out, "block=1\n") != NULL && strstr(r.out, "tcp=1\n") != NULL,
-		    "every program, by default");
+	ASSERT_TRUE(strstr(r.out, "block=1\n") != NULL && strstr(r.out, "tcp=1\n") != NULL &&
+			    strstr(r.out, "switch=0\n") != NULL,
+		    "every program but the context switch's, by default");
 	all = tu_load_json(json_all);
 	ASSERT_EQ(tu_metric(all, "io.blk_write_bytes"), 16 * MIB, "and the block bytes, exact");
+	ASSERT_STREQ(json_str(json_get(all, "collector"), "collect"), "cpu,io,mem,net,http",
+		     "the default");
+	/* --collect=all adds the histogram: one program on the context switch. */
+	tu_tp(&r, 120, "run", "--quiet", "--collect=all", "--json", json_all, "--", "sh", "-c",
+	      script, NULL);
+	ASSERT_TRUE(strstr(r.out, "switch=1\n") != NULL, "the context switch's with all");
+	all = tu_load_json(json_all);
 	ASSERT_STREQ(json_str(json_get(all, "collector"), "collect"), "all", "all");
+	ASSERT_TRUE(json_get(json_get(all, "histograms"), "cpu.runq_latency") != NULL,
+		    "the run-queue histogram with all");
 	tu_tp(&r, 30, "run", "--collect=http", "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "http without net");
 	ASSERT_TRUE(strstr(r.err, "http needs net") != NULL, "says why");

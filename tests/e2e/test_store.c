@@ -226,9 +226,12 @@ TEST(TIER_E2E, signaled_task_stored)
 	ASSERT_STREQ(json_get(rec, "status")->str, "signaled", "status");
 	ASSERT_EQ(tu_num(rec, "exit_status"), 137, "exit_status");
 	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 1, "its program table");
-	tu_tp(&r, 30, "hist", "killed", "cpu.runq_latency", "--db", db, NULL);
+	tu_tp(&r, 30, "hist", "killed", "io.latency", "--db", db, NULL);
 	ASSERT_EQ(r.status, 0, "hist");
-	ASSERT_TRUE(strstr(r.out, "cpu.runq_latency") != NULL, "hist prints the histogram");
+	ASSERT_TRUE(strstr(r.out, "io.latency") != NULL, "hist prints the histogram");
+	tu_tp(&r, 30, "hist", "killed", "runq", "--db", db, NULL);
+	ASSERT_EQ(r.status, 1, "a histogram not collected");
+	ASSERT_TRUE(strstr(r.err, "collect = all") != NULL, "says how to collect it");
 }
 
 TEST(TIER_E2E, bad_config_line_names_file_and_line)

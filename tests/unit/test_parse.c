@@ -197,7 +197,10 @@ TEST(TIER_UNIT, collect_lists)
 	ASSERT_STREQ(collect_format(m, buf, sizeof(buf)), "cpu,mem", "written back");
 	ASSERT_OK(collect_parse("all", &m, &why), "all");
 	ASSERT_STREQ(collect_format(m, buf, sizeof(buf)), "all", "all");
-	ASSERT_OK(collect_parse("http,net,io,cpu,mem", &m, &why), "every one, any order");
+	ASSERT_OK(collect_parse("http,net,io,cpu,mem", &m, &why), "every default one, any order");
+	ASSERT_EQ(m, COLLECT_DEFAULT, "is the default");
+	ASSERT_STREQ(collect_format(m, buf, sizeof(buf)), "cpu,io,mem,net,http", "named");
+	ASSERT_OK(collect_parse("http,net,runq,io,cpu,mem", &m, &why), "every one");
 	ASSERT_EQ(m, COLLECT_ALL, "is all");
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		CHECK(collect_parse(bad[i], &m, &why) == -EINVAL, "refused: '%s'", bad[i]);
@@ -207,6 +210,10 @@ TEST(TIER_UNIT, collect_lists)
 	ASSERT_TRUE(collect_has(COLLECT_CPU, "mem.peak_bytes", true), "the cgroup's peak does not");
 	ASSERT_TRUE(!collect_has(COLLECT_NET, "http.requests", false), "http needs http");
 	ASSERT_TRUE(collect_has(COLLECT_NET, "net.tcp.connects", false), "net");
-	ASSERT_TRUE(!collect_has(COLLECT_IO, "cpu.runq_latency", false), "runq needs cpu");
+	ASSERT_TRUE(!collect_has(COLLECT_CPU, "cpu.runq_latency", false),
+		    "the histogram needs runq");
+	ASSERT_TRUE(collect_has(COLLECT_RUNQ, "cpu.runq_latency", false), "runq");
+	ASSERT_TRUE(collect_has(COLLECT_CPU, "cpu.runq_wait_ns", false), "the wait total: cpu");
+	ASSERT_TRUE(!collect_has(COLLECT_IO, "cpu.runq_wait_ns", false), "not io");
 	ASSERT_TRUE(collect_has(COLLECT_IO, "proc.execs", false), "processes always");
 }
