@@ -36,34 +36,6 @@ struct {
 	__type(value, struct tp_request);
 } requests SEC(".maps");
 
-/*
- * The task the current thread belongs to: its own state, or its cgroup's slot. An
- * untracked thread costs one load of its task storage pointer and the cgroup lookup.
- */
-static __always_inline bool current_owner(__u32 *slot, __u32 *gen, bool *by_cgroup)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct tp_cgroup_info *ci;
-	struct tp_thread *th;
-
-	/* Its state is checked against the slot's generation already. */
-	th = cur->bpf_storage ? tp_thread_get(cur) : NULL;
-	if (th) {
-		*slot = th->slot;
-		*gen = th->gen;
-		*by_cgroup = false;
-		return true;
-	}
-	/* A thread of the task not adopted yet (no storage): its cgroup says. */
-	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
-	if (!ci)
-		return false;
-	*slot = ci->slot;
-	*gen = ci->gen;
-	*by_cgroup = true;
-	return tp_slot_current(*slot, *gen);
-}
-
 static __always_inline void count_bytes(struct tp_io_stats *st, __u32 op, __s64 bytes)
 {
 	if (op == REQ_OP_READ)
@@ -74,17 +46,22 @@ static __always_inline void count_bytes(struct tp_io_stats *st, __u32 op, __s64 
 
 /*
  * Bytes of I/O the current thread submits, charged to its task: the task's figures, or
- * NULL when it is not a task's or carries no data of one (flushes, discards).
+ * NULL when it is not a task's (one load) or carries no data of one (flushes,
+ * discards).
  */
 static __always_inline struct tp_io_stats *charge_submitter(__u32 op, __u32 bytes, __u32 *slot,
-							    __u32 *gen, bool *by_cgroup)
+							    __u32 *gen)
 {
 	struct tp_io_stats *st;
+	struct tp_thread *th;
 
 	if (!bytes || (op != REQ_OP_READ && op != REQ_OP_WRITE))
 		return NULL;
-	if (!current_owner(slot, gen, by_cgroup))
+	th = tp_current_thread();
+	if (!th)
 		return NULL;
+	*slot = th->slot;
+	*gen = th->gen;
 	st = bpf_map_lookup_elem(&io_stats, slot);
 	if (st)
 		count_bytes(st, op, bytes);
@@ -98,11 +75,9 @@ static __always_inline struct tp_io_stats *charge_submitter(__u32 op, __u32 byte
 static __always_inline int bio_merged(struct bio *bio)
 {
 	struct tp_io_stats *st;
-	bool by_cgroup;
 	__u32 slot, gen;
 
-	st = charge_submitter(bio->bi_opf & REQ_OP_MASK, bio->bi_iter.bi_size, &slot, &gen,
-			      &by_cgroup);
+	st = charge_submitter(bio->bi_opf & REQ_OP_MASK, bio->bi_iter.bi_size, &slot, &gen);
 	if (st)
 		st->merged_bios++;
 	return 0;
@@ -142,16 +117,14 @@ int BPF_PROG(tp_block_io_start, struct request *rq)
 	struct tp_request r = {};
 	struct tp_io_stats *st;
 	__u64 key = (__u64)rq;
-	bool by_cgroup;
 
-	st = charge_submitter(op, bytes, &slot, &gen, &by_cgroup);
+	st = charge_submitter(op, bytes, &slot, &gen);
 	if (!st)
 		return 0;
 	if (op == REQ_OP_READ)
 		st->read_ops++;
 	else
 		st->write_ops++;
-	st->cgroup_tagged += by_cgroup;
 	r.slot = slot;
 	r.gen = gen;
 	/* Requests are stamped when made, unless the queue keeps no statistics at all. */

@@ -69,16 +69,18 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 
 	if (idx >= NR_MM_COUNTERS || idx == MM_SWAPENTS)
 		return 0;
-	/* Known mms first: at exit and exec the owner may already be gone or changed. */
+	/*
+	 * Page faults all over the host land here: an address space whose owner never
+	 * had task storage is no task's, two loads and no lookup. One with no owner is
+	 * being torn down (its last user exited): only the table knows whose it was.
+	 * mm->owner is not a trusted pointer: its task is found by its cgroup.
+	 */
+	owner = mm->owner;
+	if (owner && !BPF_CORE_READ(owner, bpf_storage))
+		return 0;
 	m = bpf_map_lookup_elem(&mms, &key);
 	if (!m) {
-		/*
-		 * Page faults all over the host land here: an owner that never had task
-		 * storage is no task's, one load instead of a cgroup hash lookup.
-		 * mm->owner is not a trusted pointer: its task is found by its cgroup.
-		 */
-		owner = mm->owner;
-		if (!owner || !BPF_CORE_READ(owner, bpf_storage))
+		if (!owner)
 			return 0;
 		ci = tp_cgroup_lookup(BPF_CORE_READ(owner, cgroups, dfl_cgrp, kn, id));
 		if (!ci)

@@ -30,18 +30,30 @@ static __always_inline void tp_event_submit(void *e)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct tp_cgroup_info *ci;
+	struct tp_cgroup_info *ci, own;
 	struct tp_proc_stats *ps;
+	struct tp_thread *th;
 	__u32 slot;
 
 	/*
 	 * Counted only: no event. The exec and exit events carry the parent and the
 	 * process's start, which is all userspace took from a fork event (ABI 7).
+	 * A child in its parent's cgroups (the same css_set) is in its parent's task,
+	 * or in none: an untracked parent's fork costs two loads. Only a child made
+	 * into another cgroup (CLONE_INTO_CGROUP) is looked up by its cgroup.
 	 */
-	/* With CLONE_INTO_CGROUP the child's cgroup is not the parent's: look at the child. */
-	ci = tp_cgroup_lookup(tp_task_cgroup_id(child));
-	if (!ci)
-		return 0;
+	th = parent->bpf_storage ? tp_thread_get(parent) : NULL;
+	if (child->cgroups == parent->cgroups) {
+		if (!th)
+			return 0;
+		own.slot = th->slot;
+		own.gen = th->gen;
+		ci = &own;
+	} else {
+		ci = tp_cgroup_lookup(tp_task_cgroup_id(child));
+		if (!ci)
+			return 0;
+	}
 	slot = ci->slot;
 	/* Threads too: CPU time is charged per thread. */
 	tp_thread_adopt(child, ci);
@@ -82,20 +94,21 @@ static __always_inline void read_args(struct task_struct *p, struct tp_exec_even
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct tp_cgroup_info *ci;
+	struct tp_thread *th = tp_current_thread();
 	struct tp_proc_stats *ps;
 	struct tp_exec_event *e;
+	struct tp_cgroup_info ci;
 	__u32 slot;
 
-	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
-	if (!ci)
+	if (!th)
 		return 0;
-	slot = ci->slot;
+	ci.slot = slot = th->slot;
+	ci.gen = th->gen;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	if (ps)
 		__sync_fetch_and_add(&ps->execs, 1);
 
-	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, ci, p);
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, &ci, p);
 	if (!e)
 		return 0;
 	e->hdr.ppid = p->real_parent->tgid;
@@ -115,32 +128,29 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 {
-	struct tp_cgroup_info *ci;
+	struct tp_thread *th = tp_current_thread();
 	struct tp_proc_stats *ps;
 	struct tp_exit_event *e;
-	struct tp_thread *th;
+	struct tp_cgroup_info ci;
 	bool group_dead;
 	__u32 slot;
 
-	ci = tp_cgroup_lookup(bpf_get_current_cgroup_id());
-	if (!ci)
+	if (!th)
 		return 0;
-	slot = ci->slot;
+	ci.slot = slot = th->slot;
+	ci.gen = th->gen;
 	/* signal->live was decremented just before this tracepoint in do_exit(). */
 	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	/* The rest of its CPU time is charged when it is freed (sched.bpf.c). */
-	th = tp_thread_get(p);
-	if (th) {
-		tp_charge_cpu(p, th);
-		tp_charge_ioac(p, th);
-		th->exit_runtime = p->se.sum_exec_runtime;
-		th->exit_ns = bpf_ktime_get_ns();
-		th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
-		th->exited = 1;
-		if (ps)
-			__sync_fetch_and_add(&ps->thread_exits, 1);
-	}
+	tp_charge_cpu(p, th);
+	tp_charge_ioac(p, th);
+	th->exit_runtime = p->se.sum_exec_runtime;
+	th->exit_ns = bpf_ktime_get_ns();
+	th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
+	th->exited = 1;
+	if (ps)
+		__sync_fetch_and_add(&ps->thread_exits, 1);
 	if (group_dead && ps) {
 		__sync_fetch_and_add(&ps->exits, 1);
 		tp_alive_add(slot, -1);
@@ -148,7 +158,7 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 			__sync_fetch_and_add(&ps->failed_exits, 1);
 	}
 
-	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, ci, p);
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, &ci, p);
 	if (!e)
 		return 0;
 	e->hdr.ppid = p->real_parent->tgid;

@@ -17,6 +17,7 @@
 #include "bits.bpf.h"
 
 #define TASK_RUNNING 0
+#define PF_EXITING 0x4
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -127,49 +128,47 @@ int BPF_PROG(tp_sched_process_free, struct task_struct *p)
 	tp_charge_cpu(p, th);
 	ci.slot = th->slot;
 	ci.gen = th->gen;
+	rt = p->se.sum_exec_runtime;
+	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, p);
+	if (e) {
+		/* Dated at the exit it follows: a process's span ends there. */
+		e->hdr.ts_ns = th->exit_ns;
+		e->runtime_ns = rt > th->exit_runtime ? rt - th->exit_runtime : 0;
+		e->start_ns = 0;
+		e->exit_code = 0;
+		e->flags = th->exit_flags;
+		bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm);
+		/* The reader drains on its timer. */
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	}
+	/* Counted once its event is in the ring (or counted lost): a sync waits for it. */
 	ps = bpf_map_lookup_elem(&proc_stats, &ci.slot);
 	if (ps)
 		__sync_fetch_and_add(&ps->thread_frees, 1);
-	rt = p->se.sum_exec_runtime;
-	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, p);
-	if (!e)
-		return 0;
-	/* Dated at the exit it follows: a process's span ends there. */
-	e->hdr.ts_ns = th->exit_ns;
-	e->runtime_ns = rt > th->exit_runtime ? rt - th->exit_runtime : 0;
-	e->start_ns = 0;
-	e->exit_code = 0;
-	e->flags = th->exit_flags;
-	bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm);
-	/* The reader drains on its timer. */
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
 /*
  * Run by userspace before it reads (collector__refresh): every live thread of a task
- * is charged what it ran and waited since it was last charged. A thread of a process
- * moved into a task is adopted here, by its leader's state.
+ * is charged what it ran and waited since it was last charged. A thread in a task's
+ * cgroup with no state yet (there before the task was tracked, or a thread of a
+ * process moved in) is adopted: from now on it is the task's.
  */
 SEC("iter/task")
 int tp_iter_charge(struct bpf_iter__task *ctx)
 {
-	struct task_struct *t = ctx->task, *leader;
-	struct tp_cgroup_info ci;
+	struct task_struct *t = ctx->task;
+	struct tp_cgroup_info *ci;
 	struct tp_thread *th;
 
 	if (!t)
 		return 0;
 	if (!t->bpf_storage) {
-		leader = t->group_leader;
-		if (!leader || leader == t || !leader->bpf_storage)
+		if (t->flags & PF_EXITING)
 			return 0;
-		th = tp_thread_get(leader);
-		if (!th)
-			return 0;
-		ci.slot = th->slot;
-		ci.gen = th->gen;
-		tp_thread_adopt(t, &ci);
+		ci = tp_cgroup_lookup(tp_task_cgroup_id(t));
+		if (ci && tp_slot_current(ci->slot, ci->gen))
+			tp_thread_adopt(t, ci);
 		return 0;
 	}
 	th = tp_thread_get(t);

@@ -68,8 +68,7 @@ struct tp_io_stats {
 	__u64 lat_count;
 	__u64 lat_sum_ns;
 	__u64 lat_hist[TP_HIST_SLOTS];
-	__u64 cgroup_tagged; /* requests tagged by the submitter's cgroup: no thread state */
-	__u64 merged_bios;   /* bios merged into a request that existed: counted at the merge */
+	__u64 merged_bios; /* bios merged into a request that existed: counted at the merge */
 };
 
 /*

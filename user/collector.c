@@ -43,7 +43,7 @@ _Static_assert(sizeof(struct tp_exec_event) ==
 _Static_assert(sizeof(struct tp_exit_event) == 32 + 24 + TP_COMM_LEN, "ABI: tp_exit_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (4 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
 _Static_assert(sizeof(struct tp_proc_stats) == 12 * 8, "ABI: tp_proc_stats");
-_Static_assert(sizeof(struct tp_io_stats) == (8 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
+_Static_assert(sizeof(struct tp_io_stats) == (7 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
 _Static_assert(sizeof(struct tp_net_counters) == (8 + TP_CONN_FAILURE_KINDS) * 8,
@@ -770,8 +770,6 @@ static void drop_uncollected(struct collector *c)
 		unsigned bit;
 		struct bpf_program *p;
 	} progs[] = {
-		{ COLLECT_CPU, k->progs.tp_sched_process_free },
-		{ COLLECT_CPU, k->progs.tp_iter_charge },
 		{ COLLECT_RUNQ, k->progs.tp_sched_switch },
 		{ COLLECT_RUNQ, k->progs.tp_sched_wakeup },
 		{ COLLECT_RUNQ, k->progs.tp_sched_wakeup_new },
@@ -1183,6 +1181,34 @@ static void attach_skb(struct collector *c, struct slot *s, const char *path)
 	close(fd);
 }
 
+/*
+ * Live threads are charged what they ran and waited when the task iterator runs
+ * (tp_iter_charge), and threads of a task without state adopted: once per REFRESH_NS
+ * however many tasks are read, at a sync, and when a cgroup with processes in it is
+ * tracked. One pass costs ~0.2-0.3 us per thread on the host.
+ */
+#define REFRESH_NS 20000000ull
+
+static int refresh(struct collector *c)
+{
+	struct bpf_link *l = c->skel->links.tp_iter_charge;
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	if (!l)
+		return 0;
+	fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	c->refreshed_ns = mono_ns();
+	return (int)n;
+}
+
 int collector__track(struct collector *c, const char *path)
 {
 	struct tp_cgroup_info ci;
@@ -1231,6 +1257,9 @@ int collector__track(struct collector *c, const char *path)
 		return err;
 	}
 	attach_skb(c, s, path);
+	/* Its threads already there are adopted now, not at the next read. */
+	if (procs > 0 && (err = refresh(c)))
+		tp_verbose_log("cannot adopt the threads in %s: %s", path, strerror(-err));
 	return slot;
 
 fail:
@@ -1410,33 +1439,6 @@ int collector__watch(struct collector *c, struct loop *l)
 	return err ? err : loop__on_tick(l, on_tick, c);
 }
 
-/*
- * Live threads are charged what they ran and waited when the task iterator runs
- * (tp_iter_charge): once per REFRESH_NS however many tasks are read, and always at a
- * sync. One pass costs ~0.1 us per thread on the host.
- */
-#define REFRESH_NS 20000000ull
-
-static int refresh(struct collector *c)
-{
-	struct bpf_link *l = c->skel->links.tp_iter_charge;
-	char buf[64];
-	ssize_t n;
-	int fd;
-
-	if (!l)
-		return 0;
-	fd = bpf_iter_create(bpf_link__fd(l));
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	c->refreshed_ns = mono_ns();
-	return (int)n;
-}
-
 /* Threads of the slot (every used slot when slot < 0) that exited and are not freed. */
 static __u64 unfreed(struct collector *c, int slot, __u64 *frees)
 {
@@ -1483,7 +1485,7 @@ int collector__sync(struct collector *c, int slot)
 		sched_setaffinity(0, sizeof(old), &old);
 	}
 	t0 = last = mono_ns();
-	while ((c->collect & COLLECT_CPU) && unfreed(c, slot, &frees)) {
+	while (unfreed(c, slot, &frees)) {
 		__u64 now = mono_ns();
 
 		if (frees != prev)
@@ -1493,7 +1495,7 @@ int collector__sync(struct collector *c, int slot)
 			break;
 		usleep(1000);
 	}
-	if ((c->collect & COLLECT_CPU) && refresh(c))
+	if (refresh(c))
 		return -EIO;
 	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
 }
@@ -1511,7 +1513,6 @@ static int read_io_mem_net(struct collector *c, __u32 key, struct task_figures *
 		out->io_write_ops += io[cpu].write_ops;
 		out->io_blk_read_bytes += io[cpu].read_bytes;
 		out->io_blk_write_bytes += io[cpu].write_bytes;
-		out->io_cgroup_tagged += io[cpu].cgroup_tagged;
 		out->io_merged_bios += io[cpu].merged_bios;
 		out->io_latency.count += io[cpu].lat_count;
 		out->io_latency.sum += io[cpu].lat_sum_ns;
@@ -1541,7 +1542,7 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	if ((c->collect & COLLECT_CPU) && mono_ns() - c->refreshed_ns > REFRESH_NS)
+	if (mono_ns() - c->refreshed_ns > REFRESH_NS)
 		refresh(c);
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_stats), &key, c->percpu_buf))
 		return -errno;

@@ -53,8 +53,7 @@ struct task_figures {
 	__u64 io_write_ops;
 	__u64 io_blk_read_bytes;
 	__u64 io_blk_write_bytes;
-	__u64 io_cgroup_tagged; /* requests tagged by cgroup: the thread had no state yet */
-	__u64 io_merged_bios;	/* bios merged into existing requests (their bytes counted) */
+	__u64 io_merged_bios; /* bios merged into existing requests (their bytes counted) */
 	struct tp_hist io_latency;
 	/* task->ioac of exited threads (/proc/PID/io): bytes charged to their causer */
 	struct tp_ioac_stats ioac;

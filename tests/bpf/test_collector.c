@@ -387,12 +387,88 @@ TEST(TIER_BPF, ringbuf_overflow_is_counted)
 	ASSERT_EQ(f.execs, n, "exec count comes from maps, exact despite the overflow");
 	ASSERT_GE(f.lost_events, 1, "an overflow happened and was counted");
 	/*
-	 * n execs + n + 1 exits, each exit with its final switch-out (no fork events):
-	 * every event is either received or counted lost.
+	 * n execs + n + 1 exits, each exit with its final slice at its release (no fork
+	 * events): every event is either received or counted lost.
 	 */
 	ASSERT_EQ(f.events_received + f.lost_events, 3 * n + 2, "received + lost");
 	ASSERT_GE(collector__lost_total(fx.c), f.lost_events, "collector-wide lost count");
 out:
+	collector__free(fx.c);
+}
+
+static int go_pipe[2];
+
+static void *waiting_burner(void *arg)
+{
+	char b;
+
+	if (read(go_pipe[0], &b, 1) != 1)
+		return NULL;
+	burn_ms(*(int *)arg);
+	return NULL;
+}
+
+/* A process with a second thread, both already waiting when the task is tracked. */
+static int waiting_driver(void *arg)
+{
+	int ms = 150;
+	pthread_t t;
+	char b;
+
+	(void)arg;
+	close(go_pipe[1]);
+	pthread_create(&t, NULL, waiting_burner, &ms);
+	if (read(go_pipe[0], &b, 1) != 1)
+		return 1;
+	burn_ms(ms);
+	pthread_join(t, NULL);
+	return run_n("/bin/true", 20);
+}
+
+/*
+ * Tracking a cgroup with a process in it (daemon `task start` on a busy cgroup): its
+ * threads, there before, are adopted when it is tracked, so their execs, exits and
+ * CPU from then on are the task's, exactly as for processes born in it.
+ */
+TEST(TIER_BPF, threads_there_before_tracking_are_adopted)
+{
+	struct fixture fx = { 0 };
+	struct task_figures f;
+	struct rusage ru;
+	double truth;
+	pid_t pid;
+
+	if (!ASSERT_OK(pipe(go_pipe), "pipe") ||
+	    !ASSERT_OK(tu_cgroup_make(fx.cg, sizeof(fx.cg)), "make cgroup"))
+		return;
+	pid = start_driver(fx.cg, waiting_driver, NULL);
+	close(go_pipe[0]);
+	for (int i = 0; i < 200 && cgroup_populated(fx.cg) <= 0; i++)
+		usleep(5000);
+	usleep(50000); /* its second thread is made and waiting */
+	fx.c = open_collector(0);
+	if (!fx.c)
+		goto out;
+	fx.slot = collector__track(fx.c, fx.cg);
+	if (!ASSERT_GE(fx.slot, 0, "track"))
+		goto out;
+	ASSERT_EQ(write(go_pipe[1], "gg", 2), 2, "go");
+	ASSERT_EQ(wait_driver(pid, &ru), 0, "driver");
+	pid = -1;
+	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
+	truth = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+	ASSERT_EQ(f.execs, 20, "its children's execs");
+	ASSERT_EQ(f.exits, 21, "its children's exits and its own");
+	ASSERT_EQ(f.forks, 20, "forks");
+	ASSERT_GE(f.cpu_ns, 299000000, "both threads' 150 ms");
+	ASSERT_NEAR(f.cpu_ns, truth, 0.03, "cpu.time_ns vs the driver's rusage");
+out:
+	close(go_pipe[1]);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 	collector__free(fx.c);
 }
 
