@@ -13,9 +13,18 @@
 #define NR_MM_COUNTERS 4
 #define MM_SWAPENTS 2
 
-/* What was last charged for one address space (pages: file, anon, shmem). */
+/*
+ * Growth or shrinkage of an address space, in pages, that is charged to its task at
+ * once: smaller changes wait for more. A task's resident figure (and so its peak)
+ * lags each of its address spaces by less than this, 256 KiB: the order of the
+ * kernel's own per-CPU batching of these counters. The shared, atomically updated
+ * figures are then touched once per 64 pages instead of at every page fault.
+ */
+#define RSS_BATCH_PAGES 64
+
+/* What was last charged for one address space (pages: file + anon + shmem). */
 struct tp_mm {
-	__s64 pages[3];
+	__s64 charged;
 	__u32 slot;
 	__u32 gen;
 };
@@ -27,16 +36,9 @@ struct {
 	__type(value, struct tp_mm);
 } mms SEC(".maps");
 
-/* Records the counter's new value; returns how much it grew. */
-static __always_inline __s64 take_pages(struct tp_mm *m, int i, __s64 pages)
+static __always_inline __s64 nonneg(__s64 v)
 {
-	__s64 delta;
-
-	if (pages < 0)
-		pages = 0;
-	delta = pages - m->pages[i];
-	m->pages[i] = pages;
-	return delta;
+	return v > 0 ? v : 0;
 }
 
 static __always_inline void mem_add(__u32 slot, __s64 bytes)
@@ -55,7 +57,9 @@ static __always_inline void mem_add(__u32 slot, __s64 bytes)
 /*
  * Fires whenever a counter of an address space changes, often from a context other
  * than its owner (fork copies the child's pages, reclaim, exit): the owner decides.
- * The first event of an address space charges everything it holds then.
+ * The first event of an address space charges everything it holds then. The
+ * counters are read whole at each event, and what is charged moves by
+ * compare-and-swap: events of one address space on two CPUs charge each page once.
  */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
@@ -65,7 +69,7 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 	struct task_struct *owner;
 	struct tp_mm *m, fresh = {};
 	__u32 idx = (__u32)member, slot, *gen;
-	__s64 delta;
+	__s64 pages, old, delta;
 
 	if (idx >= NR_MM_COUNTERS || idx == MM_SWAPENTS)
 		return 0;
@@ -100,21 +104,18 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 		bpf_map_delete_elem(&mms, &key);
 		return 0;
 	}
-	/* Constant offsets and indexes: the verifier takes no variable ones here. */
-	switch (idx) {
-	case 0:
-		delta = take_pages(m, 0, mm->rss_stat[0].count);
-		break;
-	case 1:
-		delta = take_pages(m, 1, mm->rss_stat[1].count);
-		break;
-	default:
-		delta = take_pages(m, 2, mm->rss_stat[3].count);
-		break;
-	}
+	/* file, anon and shmem pages (MM_SWAPENTS, index 2, is not resident) */
+	pages = nonneg(mm->rss_stat[0].count) + nonneg(mm->rss_stat[1].count) +
+		nonneg(mm->rss_stat[3].count);
+	old = m->charged;
+	delta = pages - old;
+	if (pages && delta < RSS_BATCH_PAGES && delta > -RSS_BATCH_PAGES)
+		return 0;
+	if (__sync_val_compare_and_swap(&m->charged, old, pages) != old)
+		return 0; /* another CPU charged it meanwhile; the next event catches up */
 	mem_add(slot, delta << PAGE_SHIFT);
 	/* Torn down: forget it, so that a new mm at this address starts afresh. */
-	if (!m->pages[0] && !m->pages[1] && !m->pages[2])
+	if (!pages)
 		bpf_map_delete_elem(&mms, &key);
 	return 0;
 }

@@ -51,7 +51,12 @@ MK
 
 compile() {
 	local run=()
-	[ "$1" = on ] && run=("$TP" run --quiet --no-db --)
+	# --no-db would embed a collector even beside a daemon: the daemon stores the task.
+	if [ "$1" = on ] && [ "$mode" = daemon ]; then
+		run=("$TP" run --quiet --)
+	elif [ "$1" = on ]; then
+		run=("$TP" run --quiet --no-db --)
+	fi
 	make -s -C "$dir" clean
 	echo $(($(elapsed_us "${run[@]}" make -s -j2 -C "$dir" all) / 1000))
 }
