@@ -8,7 +8,8 @@ pkgs=(
 	make gcc clang llvm pkg-config python3
 	libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev sqlite3 libpcre2-dev libmicrohttpd-dev clang-format git ansible-core
 	libclang-rt-14-dev
-	rt-tests
+	# benchmarks (make bench): hackbench, and /usr/bin/time for a build's CPU time
+	rt-tests time
 	iproute2 procps coreutils util-linux
 	# network tests: namespaces, SYN drops, certificates, TLS clients (OpenSSL, GnuTLS)
 	nftables openssl curl ca-certificates libssl3 libgnutls30

@@ -8,8 +8,9 @@
 # COLLECT=all also attaches the run-queue histogram's sched_switch program (not
 # collected by default). UNTRACKED=1 runs the same workload outside the task (which
 # only waits): what the collector costs the rest of the host, whose events should
-# cost at most the floor plus one lookup.
-#   scripts/bench/bpf-cost.sh
+# cost at most the floor plus one lookup. Each figure is the median of RUNS runs
+# (3), each with its own fresh collector.
+#   [RUNS=N] scripts/bench/bpf-cost.sh
 #   COLLECT=all scripts/bench/bpf-cost.sh
 #   UNTRACKED=1 scripts/bench/bpf-cost.sh
 set -euo pipefail
@@ -29,7 +30,7 @@ cleanup() {
 }
 CLEANUP=$out
 with_bpf_stats
-trap 'cleanup; sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f "$out"' EXIT
+trap 'cleanup; sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f "$out" "$out".*' EXIT
 # The floor's programs stay attached while its stdin (the fifo) is open.
 "$FLOOR" "$FLOOR_OBJ" < "$fifo" > "$out.ready" &
 floor_pid=$!
@@ -45,27 +46,36 @@ workload="hackbench -g 2 -l 1000 >/dev/null 2>&1;
 	dd if=/dev/zero of='$out.dd' bs=64k count=2000 oflag=direct status=none;
 	rm -f '$out.dd'"
 collect=${COLLECT:-cpu,io,mem,net,http}
-if [ "${UNTRACKED:-0}" = 1 ]; then
-	# The workload runs beside a task that only waits, then reads the stats.
-	"$TP" run --quiet --no-db --collect "$collect" -- sh -c "
-		while [ ! -e '$out.done' ]; do sleep 0.05; done
-		bpftool prog show --json > '$out'" &
-	task=$!
-	sleep 0.5
-	sh -c "$workload"
-	touch "$out.done"
-	wait "$task"
-	rm -f "$out.done"
-else
-	# The task reads the stats of every program just before it ends.
-	"$TP" run --quiet --no-db --collect "$collect" -- sh -c "$workload;
-		bpftool prog show --json > '$out'"
-fi
-python3 - "$out" <<'PY'
-import json, sys
-progs = {p.get("name", ""): p for p in json.load(open(sys.argv[1]))}
-def per(p):
-    return p["run_time_ns"] / p["run_cnt"] if p.get("run_cnt") else 0.0
+runs=${RUNS:-3}
+for ((run = 0; run < runs; run++)); do
+	# The floor stays attached: its figures for this run are what it adds from here.
+	bpftool prog show --json > "$out.$run.before"
+	if [ "${UNTRACKED:-0}" = 1 ]; then
+		# The workload runs beside a task that only waits, then reads the stats.
+		"$TP" run --quiet --no-db --collect "$collect" -- sh -c "
+			while [ ! -e '$out.done' ]; do sleep 0.05; done
+			bpftool prog show --json > '$out.$run'" &
+		task=$!
+		sleep 0.5
+		sh -c "$workload"
+		touch "$out.done"
+		wait "$task"
+		rm -f "$out.done"
+	else
+		# The task reads the stats of every program just before it ends.
+		"$TP" run --quiet --no-db --collect "$collect" -- sh -c "$workload;
+			bpftool prog show --json > '$out.$run'"
+	fi
+done
+python3 - "$out" "$runs" <<'PY'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+def load(path):
+    return {p.get("name", ""): p for p in json.load(open(path))}
+def per(p, before=None):
+    n = p.get("run_cnt", 0) - (before or {}).get("run_cnt", 0)
+    t = p.get("run_time_ns", 0) - (before or {}).get("run_time_ns", 0)
+    return (t / n if n else 0.0), n
 # hot program: (its hook's floor, target ratio)
 hot = {"tp_sched_switch": ("sched_switch", 1.3),
        "tp_sched_process_fork": ("sched_process_fork", 5),
@@ -77,22 +87,36 @@ hot = {"tp_sched_switch": ("sched_switch", 1.3),
        "tp_block_rq_complete": ("block_rq_complete", 1.5),
        "tp_rss_stat": ("rss_stat", None),
        "tp_sock_recv_length": ("sock_recv_length", None)}
-# Hooks the collector leaves alone by default: what their events would pay.
-for name in ("tp_sched_switch", "tp_block_rq_issue"):
-    if name not in progs:
-        f = progs.get("floor_" + hot[name][0], {})
-        print("%-24s not attached: %d events at no cost (an empty program: %.1f ns)"
-              % (name, f.get("run_cnt", 0), per(f)))
-for name in sorted(n for n in progs if n.startswith("tp_")):
-    p = progs[name]
-    line = "%-24s %10d events %8.1f ns/event" % (name, p.get("run_cnt", 0), per(p))
-    if name in hot:
-        hook, target = hot[name]
-        f = progs.get("floor_" + hook)
-        if f and per(f) > 0:
-            r = per(p) / per(f)
-            line += "  floor %6.1f ns  ratio %5.2f" % (per(f), r)
-            if target:
-                line += "  (target <= %g: %s)" % (target, "met" if r <= target else "NOT met")
+# per program: lists over the runs of (ns/event, events, floor ns/event, ratio)
+rows = {}
+for r in range(runs):
+    after, before = load("%s.%d" % (out, r)), load("%s.%d.before" % (out, r))
+    for name, p in after.items():
+        if not name.startswith("tp_"):
+            continue
+        ns, n = per(p)
+        f = after.get("floor_" + hot[name][0]) if name in hot else None
+        fns = per(f, before.get(f["name"]))[0] if f else 0.0
+        rows.setdefault(name, []).append((ns, n, fns, ns / fns if fns else 0.0))
+    for name in ("tp_sched_switch", "tp_block_rq_issue"):
+        if name not in after:
+            f = after.get("floor_" + hot[name][0], {})
+            fns, n = per(f, before.get(f.get("name")))
+            rows.setdefault(name + " (not attached)", []).append((0.0, n, fns, 0.0))
+med = statistics.median
+print("median of %d runs (ns/event of each run in brackets)" % runs)
+for name in sorted(rows):
+    v = rows[name]
+    line = "%-24s %9d events %8.1f ns/event" % (name, med(x[1] for x in v), med(x[0] for x in v))
+    if "not attached" in name:
+        line = "%-39s %9d events at no cost (an empty program: %.1f ns)" % (
+            name, med(x[1] for x in v), med(x[2] for x in v))
+    elif name in hot and med(x[2] for x in v) > 0:
+        r = med(x[3] for x in v)
+        line += "  floor %6.1f ns  ratio %5.2f" % (med(x[2] for x in v), r)
+        target = hot[name][1]
+        if target:
+            line += "  (target <= %g: %s)" % (target, "met" if r <= target else "NOT met")
+        line += "  [%s]" % " ".join("%.0f" % x[0] for x in v)
     print(line)
 PY

@@ -5,13 +5,15 @@ set -euo pipefail
 dir=$(dirname "$0")
 [ $# -gt 0 ] && export TP="$1"
 bash "$dir/bpf-cost.sh"
+UNTRACKED=1 bash "$dir/bpf-cost.sh"
+COLLECT=all bash "$dir/bpf-cost.sh"
 bash "$dir/startup.sh"
 bash "$dir/storage.sh"
 bash "$dir/count.sh"
 bash "$dir/output.sh"
-bash "$dir/untracked.sh"
 bash "$dir/shapes.sh"
-bash "$dir/build.sh"
+bash "$dir/build.sh" 21 2
+MODE=daemon bash "$dir/build.sh" 21 2
 bash "$dir/execstorm.sh"
 bash "$dir/peer.sh"
 bash "$dir/daemon.sh"
