@@ -142,15 +142,13 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	/* signal->live was decremented just before this tracepoint in do_exit(). */
 	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
-	/* The rest of its CPU time is charged when it is freed (sched.bpf.c). */
+	/* The rest of its CPU time is charged at its last switch-out (sched.bpf.c). */
 	tp_charge_cpu(p, th);
 	tp_charge_ioac(p, th);
 	th->exit_runtime = p->se.sum_exec_runtime;
 	th->exit_ns = bpf_ktime_get_ns();
 	th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
 	th->exited = 1;
-	if (ps)
-		__sync_fetch_and_add(&ps->thread_exits, 1);
 	if (group_dead && ps) {
 		__sync_fetch_and_add(&ps->exits, 1);
 		tp_alive_add(slot, -1);

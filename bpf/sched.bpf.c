@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Scheduler programs: exact on-CPU time and run-queue wait per task, with no program
- * on the context switch unless the run-queue histogram is asked for.
+ * Scheduler programs: exact on-CPU time and run-queue wait per task, with no work on
+ * the context switch but a dead thread's last one, unless the run-queue histogram is
+ * asked for.
  *
  * A thread's CPU time is the growth of se.sum_exec_runtime, its wait for a CPU the
  * growth of sched_info.run_delay: the kernel's own figures (what getrusage, cpu.stat
- * and schedstat report). They are charged when the thread exits (proc.bpf.c), when
- * it is released after its last switch-out (sched_process_free, below), and for
- * threads still alive by the task iterator, which userspace runs before it reads.
+ * and schedstat report). They are charged when the thread exits (proc.bpf.c), at its
+ * last switch-out (below), and for threads still alive by the task iterator, which
+ * userspace runs before it reads.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,6 +18,7 @@
 #include "bits.bpf.h"
 
 #define TASK_RUNNING 0
+#define TASK_DEAD 0x80
 #define PF_EXITING 0x4
 
 char LICENSE[] SEC("license") = "GPL";
@@ -30,6 +32,8 @@ char LICENSE[] SEC("license") = "GPL";
  * programs stamp threads themselves.
  */
 const volatile bool use_sched_info = false;
+/* Set by the loader when the run-queue histogram is collected (collect runq). */
+const volatile bool runq_hist = false;
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
@@ -56,9 +60,45 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
 }
 
 /*
- * The run-queue histogram (collect runq): each wait of a task's thread, wakeup or
- * preemption to running, at its switch-in. Switches of untracked threads cost one
- * load of next->bpf_storage.
+ * A dead thread's last switch-out: its runtime is final here. What it ran since its
+ * exit event (exit_mm, files, and for a short process most of its life, as
+ * se.sum_exec_runtime was stale then) is charged and sent to its program. Once per
+ * thread, never on the hot path.
+ */
+static __noinline void final_switch(struct task_struct *prev)
+{
+	struct tp_cgroup_info ci;
+	struct tp_exit_event *e;
+	struct tp_thread *th;
+	__u64 rt;
+
+	th = tp_thread_get(prev);
+	if (!th || !th->exited)
+		return;
+	tp_charge_cpu(prev, th);
+	ci.slot = th->slot;
+	ci.gen = th->gen;
+	rt = prev->se.sum_exec_runtime;
+	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, prev);
+	if (!e)
+		return;
+	/* Dated at the exit it follows: a process's span ends there. */
+	e->hdr.ts_ns = th->exit_ns;
+	e->runtime_ns = rt > th->exit_runtime ? rt - th->exit_runtime : 0;
+	e->start_ns = 0;
+	e->exit_code = 0;
+	e->flags = th->exit_flags;
+	bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
+	/* The reader drains on its timer: no wakeup from inside the scheduler. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/*
+ * Every context switch of the host runs this, so it returns at once unless the
+ * outgoing thread is dead (its last slice, above) or the run-queue histogram is
+ * collected (collect runq): one compare of an argument, no load. With the histogram,
+ * each wait of a task's thread, wakeup or preemption to running, is taken at its
+ * switch-in; untracked threads cost one load of next->bpf_storage.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
@@ -69,6 +109,10 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u64 delta, queued;
 	__u32 slot;
 
+	if (prev_state == TASK_DEAD && prev->bpf_storage)
+		final_switch(prev);
+	if (!runq_hist)
+		return 0;
 	/* Preempted, still runnable: its wait for the CPU starts now. */
 	if (!use_sched_info && prev_state == TASK_RUNNING && prev->bpf_storage) {
 		th = tp_thread_get(prev);
@@ -101,50 +145,6 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		cs->runq_sum_ns += delta;
 		cs->runq_hist[tp_log2_slot(delta)]++;
 	}
-	return 0;
-}
-
-/*
- * A thread is freed after both its release (reaped, or at once for a thread that is
- * not a leader) and its last switch-out, one RCU grace period later: its runtime is
- * final here. What it ran since its exit event (exit_mm, files, and for a short
- * process most of its life, as se.sum_exec_runtime was stale then) is charged and
- * sent to its program. Once per thread.
- */
-SEC("tp_btf/sched_process_free")
-int BPF_PROG(tp_sched_process_free, struct task_struct *p)
-{
-	struct tp_cgroup_info ci;
-	struct tp_proc_stats *ps;
-	struct tp_exit_event *e;
-	struct tp_thread *th;
-	__u64 rt;
-
-	if (!p->bpf_storage)
-		return 0;
-	th = tp_thread_get(p);
-	if (!th || !th->exited)
-		return 0;
-	tp_charge_cpu(p, th);
-	ci.slot = th->slot;
-	ci.gen = th->gen;
-	rt = p->se.sum_exec_runtime;
-	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, p);
-	if (e) {
-		/* Dated at the exit it follows: a process's span ends there. */
-		e->hdr.ts_ns = th->exit_ns;
-		e->runtime_ns = rt > th->exit_runtime ? rt - th->exit_runtime : 0;
-		e->start_ns = 0;
-		e->exit_code = 0;
-		e->flags = th->exit_flags;
-		bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm);
-		/* The reader drains on its timer. */
-		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-	}
-	/* Counted once its event is in the ring (or counted lost): a sync waits for it. */
-	ps = bpf_map_lookup_elem(&proc_stats, &ci.slot);
-	if (ps)
-		__sync_fetch_and_add(&ps->thread_frees, 1);
 	return 0;
 }
 

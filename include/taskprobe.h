@@ -30,9 +30,9 @@ struct tp_cgroup_info {
 };
 
 /*
- * Per-CPU, per-slot CPU figures: charged at each thread's exit, its release and by
- * the task iterator (cpu_ns, wait_ns), and per switch-in only when the run-queue
- * histogram is collected (runq_*).
+ * Per-CPU, per-slot CPU figures: charged at each thread's exit, its last switch-out
+ * and by the task iterator (cpu_ns, wait_ns), and per switch-in only when the
+ * run-queue histogram is collected (runq_*).
  */
 struct tp_cpu_stats {
 	__u64 cpu_ns;
@@ -54,9 +54,6 @@ struct tp_proc_stats {
 	__u64 threads;
 	__u64 exec_failures; /* execve calls that returned (libc's execve: ENOENT, EACCES, ...) */
 	__u64 left_task;     /* processes moved out of the task's cgroup while alive */
-	/* threads with state that exited, and those of them released (their last slice sent) */
-	__u64 thread_exits;
-	__u64 thread_frees;
 };
 
 /* Per-CPU, per-slot block-layer figures, charged to the task that submitted the I/O. */
@@ -147,7 +144,7 @@ enum tp_event_type {
 	TP_EV_EXIT = 3,
 	TP_EV_DNS = 4,
 	TP_EV_HTTP = 5,
-	TP_EV_FINAL = 6, /* a thread's last slice, at its release: struct tp_exit_event */
+	TP_EV_FINAL = 6, /* a thread's last switch-out: struct tp_exit_event */
 	TP_EV_LEFT = 7,	 /* a process moved out of the task: struct tp_exit_event */
 	TP_EV_NOTE = 8,	 /* a notable moment counted only in maps: struct tp_note_event */
 };
@@ -181,10 +178,9 @@ struct tp_exec_event {
 /*
  * TP_EV_EXIT at sched_process_exit: runtime_ns is se.sum_exec_runtime then, which the
  * scheduler has not brought up to date since the thread's last tick or switch.
- * TP_EV_FINAL at the thread's release (sched_process_free, after its last switch-out
- * and an RCU grace period): runtime_ns is the CPU it used since its exit event (all
- * of a short process's last slice) and hdr.ts_ns the time of that exit; GROUP_DEAD
- * on the final event of the thread whose exit ended its process.
+ * TP_EV_FINAL at the thread's last switch-out: runtime_ns is the CPU it used since its
+ * exit event (all of a short process's last slice) and hdr.ts_ns the time of that
+ * exit; GROUP_DEAD on the final event of the thread whose exit ended its process.
  */
 struct tp_exit_event {
 	struct tp_event_hdr hdr;

@@ -545,8 +545,8 @@ static void finish_runs(struct loop *l, void *ctx)
 
 			if (!t->finish)
 				continue;
-			/* Its threads' last slices are in: its figures are final. */
-			collector__sync(d->c, t->s.slot);
+			/* Every CPU switched since the task emptied: its figures are final. */
+			collector__sync(d->c);
 			end_task(d, t, t->lost ? TASK_INTERRUPTED : TASK_EXITED, t->conn);
 			again = true;
 			break;
@@ -590,8 +590,8 @@ static bool on_request(struct daemon *d, int fd, char *line)
 			answer(fd, "error\ttask '%.128s' is a run's: it ends with its command",
 			       f[1]);
 		} else {
-			/* Its threads' last slices are in: the task's figures are final. */
-			collector__sync(d->c, t->s.slot);
+			/* Every CPU switched since the request: the task's figures are final. */
+			collector__sync(d->c);
 			end_task(d, t, TASK_ENDED, fd);
 		}
 	} else {
@@ -972,7 +972,7 @@ int cmd_daemon(int argc, char **argv)
 	if (loop__run(&d.loop))
 		goto out;
 	/* Stopped: what the tasks still tracked did so far is kept, said interrupted. */
-	collector__sync(d.c, -1);
+	collector__sync(d.c);
 	while (d.ntasks)
 		end_task(&d, d.tasks[0], TASK_INTERRUPTED, d.tasks[0]->conn);
 	err = 0;

@@ -656,7 +656,7 @@ static struct task_record *finish(struct run_state *st, struct task_record *t, s
 	struct task_record *rec;
 
 	if (!st->linked) {
-		collector__sync(st->c, st->s.slot);
+		collector__sync(st->c);
 		rec = session__finish(&st->s);
 		task_set_end(rec, st->wstatus, st->exec_err);
 		return rec;

@@ -42,7 +42,7 @@ _Static_assert(sizeof(struct tp_exec_event) ==
 	       "ABI: tp_exec_event");
 _Static_assert(sizeof(struct tp_exit_event) == 32 + 24 + TP_COMM_LEN, "ABI: tp_exit_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (4 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
-_Static_assert(sizeof(struct tp_proc_stats) == 12 * 8, "ABI: tp_proc_stats");
+_Static_assert(sizeof(struct tp_proc_stats) == 10 * 8, "ABI: tp_proc_stats");
 _Static_assert(sizeof(struct tp_io_stats) == (7 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
@@ -770,7 +770,6 @@ static void drop_uncollected(struct collector *c)
 		unsigned bit;
 		struct bpf_program *p;
 	} progs[] = {
-		{ COLLECT_RUNQ, k->progs.tp_sched_switch },
 		{ COLLECT_RUNQ, k->progs.tp_sched_wakeup },
 		{ COLLECT_RUNQ, k->progs.tp_sched_wakeup_new },
 		{ COLLECT_IO, k->progs.tp_block_bio_backmerge },
@@ -835,6 +834,7 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	if (err)
 		return err;
 	k->rodata->wakeup_bytes = rb_bytes / 4;
+	k->rodata->runq_hist = (c->collect & COLLECT_RUNQ) != 0;
 	drop_uncollected(c);
 	if (kernel_stamps_queueing()) {
 		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
@@ -1439,38 +1439,9 @@ int collector__watch(struct collector *c, struct loop *l)
 	return err ? err : loop__on_tick(l, on_tick, c);
 }
 
-/* Threads of the slot (every used slot when slot < 0) that exited and are not freed. */
-static __u64 unfreed(struct collector *c, int slot, __u64 *frees)
-{
-	int fd = bpf_map__fd(c->skel->maps.proc_stats);
-	__u64 left = 0;
-
-	*frees = 0;
-	for (int i = slot < 0 ? 0 : slot; i < (slot < 0 ? c->max_tasks : slot + 1); i++) {
-		struct tp_proc_stats ps;
-		__u32 key = (__u32)i;
-
-		if (!c->slots[i].used || bpf_map_lookup_elem(fd, &key, &ps))
-			continue;
-		*frees += ps.thread_frees;
-		if (ps.thread_exits > ps.thread_frees)
-			left += ps.thread_exits - ps.thread_frees;
-	}
-	return left;
-}
-
-/*
- * Waits for the last slices: a dead thread is freed after its last switch-out and an
- * RCU grace period (a few ms). A zombie nobody reaps is never freed: the wait ends
- * when no thread was freed for SYNC_STALL_NS, and after SYNC_MAX_NS at most.
- */
-#define SYNC_STALL_NS 200000000ull
-#define SYNC_MAX_NS 2000000000ull
-
-int collector__sync(struct collector *c, int slot)
+int collector__sync(struct collector *c)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
-	__u64 t0, last, frees, prev = 0;
 	cpu_set_t old, one;
 
 	if (!sched_getaffinity(0, sizeof(old), &old)) {
@@ -1483,17 +1454,6 @@ int collector__sync(struct collector *c, int slot)
 				sched_yield();
 		}
 		sched_setaffinity(0, sizeof(old), &old);
-	}
-	t0 = last = mono_ns();
-	while (unfreed(c, slot, &frees)) {
-		__u64 now = mono_ns();
-
-		if (frees != prev)
-			last = now;
-		prev = frees;
-		if (now - last > SYNC_STALL_NS || now - t0 > SYNC_MAX_NS)
-			break;
-		usleep(1000);
 	}
 	if (refresh(c))
 		return -EIO;

@@ -130,12 +130,11 @@ struct loop;
  */
 int collector__watch(struct collector *c, struct loop *l);
 /*
- * Makes the figures of the slot's threads (every slot's when slot < 0) that already
- * exited final: each CPU is made to switch once, their release (which carries a
- * dying thread's last slice) is waited for, live threads are charged, and the ring
- * buffer is drained.
+ * Makes every figure of threads that already exited final: each CPU is made to
+ * switch once (a dying thread's last slice is counted at its last switch), live
+ * threads are charged (the task iterator), then the ring buffer is drained.
  */
-int collector__sync(struct collector *c, int slot);
+int collector__sync(struct collector *c);
 
 int collector__read(struct collector *c, int slot, struct task_figures *out);
 /*

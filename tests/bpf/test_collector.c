@@ -130,7 +130,7 @@ static int final_figures(struct collector *c, int slot, const char *cg, struct t
 {
 	for (int i = 0; i < 500 && cgroup_populated(cg) > 0; i++)
 		usleep(10000);
-	collector__sync(c, -1);
+	collector__sync(c);
 	return collector__read(c, slot, f);
 }
 
