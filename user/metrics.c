@@ -70,7 +70,7 @@ static void set_mem_peak(struct task_record *t, double v)
 		n, u, k, key, src, -1, get, set, real                                              \
 	}
 
-static const char SRC_SCHED[] = "bpf:sched_process_exit,free,iter/task";
+static const char SRC_SCHED[] = "bpf:sched_process_exit,sched_switch,iter/task";
 static const char SRC_PROC[] = "bpf:sched_process_fork,exec,exit";
 static const char SRC_IOAC[] = "bpf:task ioac at thread exit";
 static const char SRC_BLOCK[] = "bpf:block_io_start,block_bio_backmerge";
