@@ -101,11 +101,12 @@ struct tp_thread {
 	__u64 runnable_since; /* histogram without sched_info: when it last became runnable */
 	__u32 slot;
 	__u32 gen;
-	/* at its exit event: se.sum_exec_runtime reported then, when, and TP_EXIT_GROUP_DEAD */
+	/* at its exit event: se.sum_exec_runtime reported then, when (0: not exited yet), and
+	 * TP_EXIT_GROUP_DEAD */
 	__u64 exit_runtime;
 	__u64 exit_ns;
 	__u32 exit_flags;
-	__u32 exited;
+	__u32 pad;
 };
 
 struct {
@@ -245,7 +246,7 @@ static __always_inline struct tp_thread *tp_thread_adopt(struct task_struct *t,
 		th->runtime_base = t->se.sum_exec_runtime;
 		th->delay_base = tp_run_delay(t);
 		th->runnable_since = 0;
-		th->exited = 0;
+		th->exit_ns = 0;
 		th->rchar_base = t->ioac.rchar;
 		th->wchar_base = t->ioac.wchar;
 		th->read_base = t->ioac.read_bytes;
@@ -257,8 +258,8 @@ static __always_inline struct tp_thread *tp_thread_adopt(struct task_struct *t,
 
 /*
  * Moves *base up to now and returns by how much, or 0 when it was there already. The
- * exit, release and task-iterator programs charge the same thread from different
- * CPUs: the compare-and-swap makes each nanosecond charged once.
+ * exit, last-switch-out and task-iterator programs charge the same thread from
+ * different CPUs: the compare-and-swap makes each nanosecond charged once.
  */
 static __always_inline __u64 tp_take_growth(__u64 *base, __u64 now)
 {

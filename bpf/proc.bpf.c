@@ -148,7 +148,6 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	th->exit_runtime = p->se.sum_exec_runtime;
 	th->exit_ns = bpf_ktime_get_ns();
 	th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
-	th->exited = 1;
 	if (group_dead && ps) {
 		__sync_fetch_and_add(&ps->exits, 1);
 		tp_alive_add(slot, -1);

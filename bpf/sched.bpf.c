@@ -73,7 +73,7 @@ static __noinline void final_switch(struct task_struct *prev)
 	__u64 rt;
 
 	th = tp_thread_get(prev);
-	if (!th || !th->exited)
+	if (!th || !th->exit_ns)
 		return;
 	tp_charge_cpu(prev, th);
 	ci.slot = th->slot;
@@ -149,7 +149,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 }
 
 /*
- * Run by userspace before it reads (collector__refresh): every live thread of a task
+ * Run by userspace before it reads (refresh() in user/collector.c): every live thread of a task
  * is charged what it ran and waited since it was last charged. A thread in a task's
  * cgroup with no state yet (there before the task was tracked, or a thread of a
  * process moved in) is adopted: from now on it is the task's.
@@ -171,8 +171,9 @@ int tp_iter_charge(struct bpf_iter__task *ctx)
 			tp_thread_adopt(t, ci);
 		return 0;
 	}
+	/* A thread that exited is charged once more, at its last switch-out. */
 	th = tp_thread_get(t);
-	if (th && !th->exited)
+	if (th && !th->exit_ns)
 		tp_charge_cpu(t, th);
 	return 0;
 }
