@@ -13,6 +13,7 @@ CC        ?= cc
 CLANG     ?= clang
 BPFTOOL   ?= bpftool
 VERSION   := 0.1.0
+PQINC     := $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 ifeq ($(SANITIZE),)
@@ -35,9 +36,9 @@ endif
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
 	     -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' \
-	     -Iinclude -Iuser -I$(BPFOUT) -MMD -MP $(SANFLAGS)
+	     -Iinclude -Iuser -I$(BPFOUT) -I$(PQINC) -MMD -MP $(SANFLAGS)
 LDFLAGS   += $(SANFLAGS)
-LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8 -lmicrohttpd
+LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8 -lmicrohttpd -lpq -lpthread
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Werror -Wall \
 	     -Iinclude -I$(BPFOUT)
 

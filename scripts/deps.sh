@@ -17,6 +17,8 @@ pkgs=(
 	prometheus
 	# the HTML report is opened in headless Chromium (networking off) by its test
 	chromium
+	# the fleet store: libpq to ship and query; the fleet test runs its own PostgreSQL 15
+	libpq-dev postgresql-15 postgresql-client-15
 )
 
 missing=()

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -306,7 +309,7 @@ const char *tu_cgroup_root(void)
 
 #define NETLAB "scripts/netlab/netlab.sh"
 
-static bool netlab_up;
+static bool netlab_up, pglab_up;
 
 static void netlab_down(pid_t test_pid)
 {
@@ -337,11 +340,90 @@ const char *tu_netlab(const char *statuses)
 	return dir;
 }
 
+#define PGLAB "scripts/pglab/pglab.sh"
+
+static void pglab_down(pid_t test_pid)
+{
+	char dir[64];
+	char *argv[] = { PGLAB, "down", dir, NULL };
+	struct tu_result r;
+
+	snprintf(dir, sizeof(dir), "/var/tmp/taskprobe-pg-%d", (int)test_pid);
+	if (!access(dir, F_OK))
+		tu_run(argv, &r, 60);
+}
+
+/* A free loopback port now (the cluster binds it a moment later). */
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &len))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+const char *tu_pglab(int *port)
+{
+	static char dir[64];
+	char pw[128], portbuf[16];
+	char *argv[] = { PGLAB, "up", dir, portbuf, NULL };
+	struct tu_result r;
+	unsigned seed = (unsigned)tp_now_ns() ^ (unsigned)getpid();
+
+	snprintf(dir, sizeof(dir), "/var/tmp/taskprobe-pg-%d", (int)getpid());
+	*port = free_port();
+	snprintf(portbuf, sizeof(portbuf), "%d", *port);
+	pglab_down(getpid());
+	if (mkdir(dir, 0755))
+		return NULL;
+	/* A password made now, never written anywhere but the lab. */
+	snprintf(pw, sizeof(pw), "pw-%08x%08x", rand_r(&seed), rand_r(&seed));
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/pw", dir);
+		tu_write_file(path, pw);
+	}
+	pglab_up = true;
+	tu_run(argv, &r, 120);
+	if (!ASSERT_EQ(r.status, 0, "pglab up")) {
+		fprintf(stderr, "%s%s", r.out ? r.out : "", r.err ? r.err : "");
+		return NULL;
+	}
+	return dir;
+}
+
+int tu_pglab_ctl(const char *dir, const char *verb)
+{
+	char *argv[] = { PGLAB, (char *)verb, (char *)dir, NULL };
+	struct tu_result r;
+
+	tu_run(argv, &r, 120);
+	if (r.status)
+		fprintf(stderr, "pglab %s: %s%s", verb, r.out ? r.out : "", r.err ? r.err : "");
+	return r.status;
+}
+
+int tu_psql(const char *dir, const char *sql, struct tu_result *r)
+{
+	char *argv[] = { PGLAB, "psql", (char *)dir, (char *)sql, NULL };
+
+	return tu_run(argv, r, 120);
+}
+
 void tu_cleanup_orphans(pid_t test_pid)
 {
 	char path[PATH_MAX];
 
 	netlab_down(test_pid);
+	pglab_down(test_pid);
 	for (int seq = 1; seq <= MAX_TRACKED; seq++) {
 		snprintf(path, sizeof(path), "%s/taskprobe-test-%d-%d", tu_cgroup_root(),
 			 (int)test_pid, seq);
@@ -408,6 +490,9 @@ void tu_cleanup(void)
 	if (netlab_up)
 		netlab_down(getpid());
 	netlab_up = false;
+	if (pglab_up)
+		pglab_down(getpid());
+	pglab_up = false;
 	for (int i = ncgroups - 1; i >= 0; i--) {
 		if (cgroup_populated(cgroups[i]) > 0) {
 			cgroup_kill(cgroups[i]);

@@ -61,6 +61,17 @@ void tu_cleanup_orphans(pid_t test_pid);
  * (for netlab.sh exec) or NULL with a failed check.
  */
 const char *tu_netlab(const char *statuses);
+/*
+ * A PostgreSQL 15 of this test's own (scripts/pglab/pglab.sh), run by nobody:
+ * database "fleet", superuser "tp", socket in DIR/sock, *port on 127.0.0.1, the
+ * password in DIR/pw and a .pgpass in DIR/pgpass. Its directory, or NULL with a
+ * failed check; removed after the test.
+ */
+const char *tu_pglab(int *port);
+/* pglab.sh VERB DIR (stop, start): its exit status. */
+int tu_pglab_ctl(const char *dir, const char *verb);
+/* SQL in the lab's database as tp: rows as "a|b" lines in r->out. */
+int tu_psql(const char *dir, const char *sql, struct tu_result *r);
 /* Lines of s longer than width. */
 int tu_count_long_lines(const char *s, size_t width);
 

@@ -481,6 +481,49 @@ static void prom_prog(void *ctx, const struct collector_prog_stat *st)
 	fprintf(pp->f, "%s{program=\"%s\"} %llu\n", pp->family, st->name, (unsigned long long)v);
 }
 
+/* The shipper's backlog and last error, once a sink has been configured. */
+static void prom_sink(struct prom *p, struct store *s)
+{
+	struct store_sink_state st;
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+		{ "taskprobe_sink_backlog_tasks", "gauge",
+		  "stored tasks waiting to be shipped to the sink" },
+		{ "taskprobe_sink_refused_tasks", "gauge",
+		  "tasks the sink refused (their data), kept locally only" },
+		{ "taskprobe_sink_shipped_total", "counter", "tasks shipped to the sink" },
+		{ "taskprobe_sink_failures", "gauge", "consecutive failed shipping rounds" },
+		{ "taskprobe_sink_last_success_timestamp_seconds", "gauge",
+		  "when the last task was shipped" },
+		{ "taskprobe_sink_last_error_timestamp_seconds", "gauge",
+		  "when shipping last failed" },
+	};
+	double v[ARRAY_SIZE(fam)];
+
+	if (store__sink_state(s, &st) || (!st.sink[0] && !st.waiting))
+		return;
+	v[0] = (double)st.waiting;
+	v[1] = (double)st.refused;
+	v[2] = (double)st.shipped;
+	v[3] = (double)st.failures;
+	v[4] = (double)st.shipped_ns / 1e9;
+	v[5] = (double)st.error_ns / 1e9;
+	for (size_t i = 0; i < ARRAY_SIZE(fam); i++) {
+		prom_family(p, fam[i].name, fam[i].type, fam[i].help);
+		fprintf(p->f, "%s %.17g\n", fam[i].name, v[i]);
+	}
+	if (st.error[0]) {
+		prom_family(p, "taskprobe_sink_last_error_info", "gauge",
+			    "the last shipping error, as a label");
+		fputs("taskprobe_sink_last_error_info{sink=\"", p->f);
+		prom_value(p->f, st.sink);
+		fputs("\",error=\"", p->f);
+		prom_value(p->f, st.error);
+		fputs("\"} 1\n", p->f);
+	}
+}
+
 /*
  * /metrics: never a task id; labels are the host's pool and type, a reason or kind, and
  * the one task label the config names (metrics_label).
@@ -520,6 +563,7 @@ static void get_metrics(struct api *api, struct answer *a)
 		prom_family(&p, "taskprobe_store_errors", "gauge", "the store failed to answer");
 		fputs("taskprobe_store_errors 1\n", a->f);
 	}
+	prom_sink(&p, api->store);
 }
 
 /* The bearer token, compared in constant time. */

@@ -35,6 +35,7 @@
 #include "output.h"
 #include "rules.h"
 #include "session.h"
+#include "ship.h"
 #include "store.h"
 #include "util.h"
 
@@ -111,7 +112,18 @@ struct daemon {
 	int max_tasks;
 	int exit_code;
 	char *config_text; /* the config file as last loaded: new tasks' rules */
+	char db[PATH_MAX];
+	struct shipper ship; /* with a sink: the outbox to the fleet, on a thread of its own */
 };
+
+/* The sink of d->cfg: the outbox on, and its shipper (re)started; off: neither. */
+static void apply_sink(struct daemon *d)
+{
+	shipper__stop(&d->ship);
+	store__set_outbox(d->store, d->cfg.sink[0] != '\0');
+	if (d->cfg.sink[0] && shipper__start(&d->ship, d->db, &d->cfg))
+		tp_err("cannot start the shipper: %s; tasks wait in the outbox", strerror(errno));
+}
 
 static int tasks_running(void *ctx)
 {
@@ -373,6 +385,7 @@ static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int f
 		}
 	}
 	session__store(&t->s);
+	shipper__kick(&d->ship);
 	drop_task(d, t);
 }
 
@@ -767,9 +780,14 @@ static void reload(struct daemon *d)
 		tp_err("warning: max_tasks = %d takes effect at a restart of the daemon; %d until "
 		       "then",
 		       cfg.max_tasks, d->max_tasks);
+	bool sink_changed =
+		strcmp(cfg.sink, d->cfg.sink) || strcmp(cfg.sink_passfile, d->cfg.sink_passfile);
+
 	d->cfg = cfg;
 	free(d->config_text);
 	d->config_text = text;
+	if (sink_changed)
+		apply_sink(d);
 	fprintf(stderr, "taskprobe: config reloaded, for new tasks\n");
 }
 
@@ -936,6 +954,9 @@ int cmd_daemon(int argc, char **argv)
 	     : getenv("TASKPROBE_DB") && *getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB")
 								 : d.cfg.db;
 	d.store = store__open(db, true, d.cfg.db_gid);
+	snprintf(d.db, sizeof(d.db), "%s", db);
+	if (d.store)
+		apply_sink(&d);
 	if (!d.store || loop__init(&d.loop, COLLECTOR_DRAIN_MS) ||
 	    listen_on(&d, control_path(sock)))
 		goto out;
@@ -978,6 +999,7 @@ int cmd_daemon(int argc, char **argv)
 	err = 0;
 out:
 	api__close(api);
+	shipper__stop(&d.ship);
 	while (d.npending)
 		pending_free(&d, d.pending[0], true);
 	while (d.ntasks)

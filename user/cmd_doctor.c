@@ -2,6 +2,7 @@
 /* `taskprobe doctor`: what this host has and lacks for taskprobe, and how to fix each. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -10,19 +11,24 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "commands.h"
+#include "config.h"
+#include "sink.h"
+#include "store.h"
+#include "util.h"
 
 #define TRACEFS_MAGIC 0x74726163
 #define BPF_FS_MAGIC 0xcafe4a11
 
-const char doctor_usage[] = "usage: taskprobe doctor [--json]\n"
+const char doctor_usage[] = "usage: taskprobe doctor [--json] [--config PATH]\n"
 			    "Checks BTF, BPF permission, cgroup2, tracefs, bpffs and the kernel\n"
-			    "features taskprobe uses; says what is missing and how to fix it.\n";
+			    "features taskprobe uses; says what is missing and how to fix it;\n"
+			    "with a sink in the config, its backlog and last error.\n";
 
 struct check {
 	const char *name;
 	bool ok;
 	bool required;
-	char detail[256];
+	char detail[768];
 	const char *fix; /* the command that mends it, when there is one */
 };
 
@@ -60,6 +66,44 @@ static void print_check(const struct check *c)
 		printf("%*sfix: %.*s\n", DETAIL_COL, "", (int)(room - 5), c->fix);
 }
 
+/*
+ * The fleet sink: off, or its backlog, last shipment and last error, as the
+ * shippers recorded them in the local store. -1 when the config is bad (said).
+ */
+static int sink_check_fill(struct check *c, const char *config)
+{
+	const char *env = getenv("TASKPROBE_DB");
+	char name[256], last[40] = "never";
+	struct store_sink_state st;
+	struct config cfg;
+	struct store *s;
+
+	*c = (struct check){ "sink", false, false, "", NULL };
+	config_defaults(&cfg);
+	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+		return -1;
+	if (!cfg.sink[0]) {
+		snprintf(c->detail, sizeof(c->detail), "off: tasks stay on this host ('sink =')");
+		return 0;
+	}
+	if (sink_check(cfg.sink, name, sizeof(name), c->detail, sizeof(c->detail)))
+		return 0;
+	s = store__open(env && *env ? env : cfg.db, false, cfg.db_gid);
+	if (!s || store__sink_state(s, &st)) {
+		snprintf(c->detail, sizeof(c->detail), "%s: the local store cannot be read", name);
+		store__close(s);
+		return 0;
+	}
+	store__close(s);
+	c->ok = !st.error[0] && !st.refused;
+	if (st.shipped_ns)
+		tp_fmt_time(last, sizeof(last), st.shipped_ns);
+	snprintf(c->detail, sizeof(c->detail),
+		 "%s: %ld waiting, %ld refused, %ld shipped (last %s)%s%s", name, st.waiting,
+		 st.refused, st.shipped, last, st.error[0] ? "; last error: " : "", st.error);
+	return 0;
+}
+
 static bool fs_is(const char *path, unsigned long magic)
 {
 	struct statfs s;
@@ -69,20 +113,27 @@ static bool fs_is(const char *path, unsigned long magic)
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct check c[9];
+	struct check c[10];
 	struct collector *col;
 	char mnt[4096];
 	struct utsname u;
-	bool json = argc > 1 && !strcmp(argv[1], "--json"), bad = false;
+	const char *config = NULL;
+	bool json = false, bad = false;
 	int n = 0;
 
-	if (argc > 1 && !json) {
-		if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+			config = argv[++i];
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(doctor_usage, stdout);
 			return 0;
+		} else {
+			tp_err("doctor: unknown option '%.64s'; see 'taskprobe doctor --help'",
+			       argv[i]);
+			return 2;
 		}
-		tp_err("doctor: unknown option '%.64s'; see 'taskprobe doctor --help'", argv[1]);
-		return 2;
 	}
 	memset(c, 0, sizeof(c));
 	uname(&u);
@@ -142,6 +193,10 @@ int cmd_doctor(int argc, char **argv)
 			       "mount -t bpf bpf /sys/fs/bpf" };
 	snprintf(c[n].detail, sizeof(c[0].detail), "%s",
 		 c[n].ok ? "/sys/fs/bpf" : "not mounted (not needed by run)");
+	n++;
+
+	if (sink_check_fill(&c[n], config))
+		return 2;
 	n++;
 
 	for (int i = 0; i < n; i++)

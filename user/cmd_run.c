@@ -28,10 +28,14 @@
 #include "report.h"
 #include "runlink.h"
 #include "session.h"
+#include "ship.h"
 #include "store.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
+/* What a run ships at its end, at most: its own task and some of the backlog. */
+#define SHIP_AT_END_MAX 1000
+#define SHIP_AT_END_NS (5ULL * 1000 * 1000 * 1000)
 #endif
 
 const char run_usage[] =
@@ -541,7 +545,25 @@ static int open_store(struct run_opts *o, const struct config *cfg, struct store
 	if (!o->db_path)
 		o->db_path = getenv("TASKPROBE_DB");
 	*store = store__open(o->db_path && *o->db_path ? o->db_path : cfg->db, true, cfg->db_gid);
+	if (*store)
+		store__set_outbox(*store, cfg->sink[0] != '\0');
 	return *store ? 0 : -EIO;
+}
+
+/*
+ * The task is stored: it goes to the fleet now, with what waited before it, within
+ * a few seconds; what does not fit, or fails, waits for the next run or the daemon.
+ */
+static void ship_at_end(struct store *store, const struct config *cfg)
+{
+	struct ship_result res;
+
+	if (ship_round(store, cfg, SHIP_AT_END_MAX, SHIP_AT_END_NS, false, &res))
+		tp_err("sink %s: %s; %ld task%s kept locally, to be shipped later", res.sink,
+		       res.error, res.waiting, res.waiting == 1 ? "" : "s");
+	else if (res.skipped && res.waiting)
+		tp_err("sink %s: retrying later after '%s'; %ld task%s kept locally", res.sink,
+		       res.error, res.waiting, res.waiting == 1 ? "" : "s");
 }
 
 static void report_open_error(int err)
@@ -748,8 +770,11 @@ static int run_task(struct run_opts *o)
 	}
 	if (o->summary_path)
 		append_summary(o->summary_path, rec);
-	if (!st.linked)
+	if (!st.linked) {
 		session__store(&st.s);
+		if (store && cfg.sink[0])
+			ship_at_end(store, &cfg);
+	}
 
 out_mask:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);

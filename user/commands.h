@@ -54,6 +54,7 @@ int cmd_series(int argc, char **argv);
 int cmd_count(int argc, char **argv);
 extern const char list_usage[], show_usage[], hist_usage[], series_usage[], count_usage[];
 
+int cmd_ship(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_daemon(int argc, char **argv);
 int cmd_task(int argc, char **argv);

@@ -10,6 +10,7 @@
 
 #include "collect.h"
 #include "config.h"
+#include "sink.h"
 #include "taskprobe.h"
 #include "util.h"
 
@@ -149,8 +150,31 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 			return -EINVAL;
 		return set_str(c->api_token, sizeof(c->api_token), val);
 	}
+	if (!strcmp(key, "sink")) {
+		static char sink_why[320] = "sink: ";
+
+		*why = sink_why;
+		if (!strcmp(val, "off")) {
+			c->sink[0] = '\0';
+			return 0;
+		}
+		if (strlen(val) >= sizeof(c->sink)) {
+			snprintf(sink_why, sizeof(sink_why), "sink: longer than %zu bytes",
+				 sizeof(c->sink) - 1);
+			return -EINVAL;
+		}
+		if (sink_check(val, NULL, 0, sink_why + 6, sizeof(sink_why) - 6))
+			return -EINVAL;
+		return set_str(c->sink, sizeof(c->sink), val);
+	}
+	if (!strcmp(key, "sink_passfile")) {
+		*why = "sink_passfile takes the absolute path of a .pgpass file "
+		       "(host:port:database:user:password lines, mode 0600)";
+		return val[0] == '/' ? set_str(c->sink_passfile, sizeof(c->sink_passfile), val)
+				     : -EINVAL;
+	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir, collect)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir, collect, sink, sink_passfile)";
 	return -EINVAL;
 }
 

@@ -29,6 +29,8 @@ struct config {
 	char metrics_label[64];	      /* a task label /metrics sums by too ("": none) */
 	char pin_dir[PATH_MAX];	      /* the daemon's BPF pins, on a bpffs, or "off" */
 	unsigned collect;	      /* what the collector collects (collect.h) */
+	char sink[1024];	      /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
+	char sink_passfile[PATH_MAX]; /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
 };
 
 void config_defaults(struct config *c);

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "top", cmd_top, "a live table of the running tasks" },
 	{ "report", cmd_report, "a stored task as one self-contained HTML file, or Markdown" },
 	{ "export", cmd_export, "a stored task as chrome-trace, csv, json or perfherder" },
+	{ "ship", cmd_ship, "send the stored tasks that wait for the fleet's PostgreSQL" },
 	{ "doctor", cmd_doctor, "check what this host has and lacks for taskprobe" },
 	{ "phase", cmd_phase, "inside a task: begin or end a phase" },
 	{ "emit", cmd_emit, "inside a task: send a counter, gauge or timer" },

@@ -8,17 +8,22 @@
 #include "hist.h"
 #include "metrics.h"
 #include "query.h"
+#include "sink.h"
 #include "util.h"
 
 struct store *query_open_store(const char *db, const char *config)
 {
-	const char *env = getenv("TASKPROBE_DB");
+	const char *env = getenv("TASKPROBE_DB"), *path;
 	struct config cfg;
 
 	config_defaults(&cfg);
 	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
 		return NULL;
-	return store__open(db ? db : env && *env ? env : cfg.db, false, cfg.db_gid);
+	path = db ? db : env && *env ? env : cfg.db;
+	/* A fleet's PostgreSQL: its password from the config's passfile or PGPASSFILE. */
+	if (sink_is_conninfo(path))
+		return store__open_fleet(path, cfg.sink_passfile);
+	return store__open(path, false, cfg.db_gid);
 }
 
 static int on_label(void *ctx, const char *key, const char *value)

@@ -15,6 +15,8 @@
 #include <sqlite3.h>
 
 #include "metrics.h"
+#include "pgstore.h"
+#include "sink.h"
 #include "store.h"
 #include "util.h"
 
@@ -23,8 +25,10 @@ struct store {
 	char path[PATH_MAX];
 	char lockdir[PATH_MAX];
 	int lock_fd;
-	gid_t gid;   /* the group that may read it, or -1 */
-	mode_t mode; /* of its files: 0600, or 0640 with a group */
+	gid_t gid;	    /* the group that may read it, or -1 */
+	mode_t mode;	    /* of its files: 0600, or 0640 with a group */
+	bool outbox;	    /* a sink is configured: ended tasks wait for the shipper */
+	struct sink *fleet; /* a fleet PostgreSQL instead (queries only), or NULL */
 };
 
 /* Each entry moves the schema one version forward; never edit a shipped one. */
@@ -54,6 +58,17 @@ static const char *const migrations[STORE_SCHEMA] = {
 	" host TEXT NOT NULL, address TEXT NOT NULL, port INTEGER NOT NULL, name TEXT NOT NULL,"
 	" value REAL NOT NULL, PRIMARY KEY (task, host, address, port, name)) WITHOUT ROWID;"
 	"CREATE INDEX net_name ON net(name, task);",
+	/*
+	 * 4: the outbox (ship: NULL no sink, 1 waiting, 0 shipped, 2 refused by the
+	 * fleet) and the shipper's state, one row
+	 */
+	"ALTER TABLE tasks ADD COLUMN ship INTEGER;"
+	"CREATE INDEX tasks_ship ON tasks(ship, tid) WHERE ship IS NOT NULL;"
+	"CREATE TABLE sink_state (one INTEGER PRIMARY KEY CHECK (one = 1), sink TEXT,"
+	" error TEXT, error_ns INTEGER NOT NULL DEFAULT 0, shipped_ns INTEGER NOT NULL DEFAULT 0,"
+	" next_try_ns INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,"
+	" shipped INTEGER NOT NULL DEFAULT 0);"
+	"INSERT INTO sink_state (one) VALUES (1);",
 };
 
 static int db_error(struct store *s, const char *what)
@@ -286,7 +301,39 @@ fail:
 
 struct store *store__open(const char *path, bool create, gid_t gid)
 {
+	if (sink_is_conninfo(path)) {
+		tp_err("the task store is a local file; a fleet's PostgreSQL is the config's "
+		       "'sink =', and the queries' --db");
+		return NULL;
+	}
 	return open_at(path, create, gid, STORE_SCHEMA);
+}
+
+struct store *store__open_fleet(const char *conninfo, const char *passfile)
+{
+	struct store *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->fleet = calloc(1, sizeof(*s->fleet)))) {
+		free(s);
+		tp_err("out of memory");
+		return NULL;
+	}
+	s->lock_fd = -1;
+	if (sink_open(s->fleet, conninfo, passfile, false)) {
+		if (s->fleet->name[0])
+			tp_err("fleet %s: %s", s->fleet->name, s->fleet->err);
+		else
+			tp_err("--db: %s", s->fleet->err);
+		store__close(s);
+		return NULL;
+	}
+	snprintf(s->path, sizeof(s->path), "%s", s->fleet->name);
+	return s;
+}
+
+void store__set_outbox(struct store *s, bool on)
+{
+	s->outbox = on;
 }
 
 int store__create_at_version(const char *path, int n)
@@ -305,6 +352,10 @@ void store__close(struct store *s)
 		return;
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
+	if (s->fleet) {
+		sink_close(s->fleet);
+		free(s->fleet);
+	}
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -596,9 +647,9 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 	if (!err)
 		err = run_stmt(s,
 			       "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
-			       "record = ? WHERE tid = ?",
-			       "tiiti", task_status_names[t->end], (long long)task_exit_status(t),
-			       (long long)t->wall_ns, record, (long long)tid);
+			       "record = ?, ship = CASE WHEN ? THEN 1 END WHERE tid = ?",
+			       "tiitii", task_status_names[t->end], (long long)task_exit_status(t),
+			       (long long)t->wall_ns, record, (long long)s->outbox, (long long)tid);
 	if (!err)
 		err = write_metrics(s, tid, record);
 	for (size_t i = 0; i < hist_descs_n && !err; i++)
@@ -654,8 +705,10 @@ int store__mark_lost(struct store *s)
 		return err;
 	err = 0;
 	for (int i = 0; i < n && !err; i++)
-		err = run_stmt(s, "UPDATE tasks SET status = 'lost' WHERE tid = ?", "i",
-			       (long long)dead[i]);
+		err = run_stmt(s,
+			       "UPDATE tasks SET status = 'lost', ship = CASE WHEN ? THEN 1 END "
+			       "WHERE tid = ?",
+			       "ii", (long long)s->outbox, (long long)dead[i]);
 	return err ? err : n;
 }
 
@@ -680,14 +733,21 @@ int store__retain(struct store *s, int days, int max_mb)
 	__s64 cutoff = (__s64)tp_realtime_ns() - (__s64)days * 86400LL * 1000000000LL;
 	int err;
 
-	err = run_stmt(s, "DELETE FROM tasks WHERE start_ns < ? AND status != 'running'", "i",
-		       (long long)cutoff);
-	/* Oldest first, a hundred at a time, until the data fits. */
-	for (int round = 0; !err && round < 1000 && used_bytes(s) > (__s64)max_mb << 20; round++)
+	/* With a sink, a task waiting for the shipper is never deleted. */
+	err = run_stmt(s,
+		       "DELETE FROM tasks WHERE start_ns < ? AND status != 'running' AND "
+		       "(NOT ? OR ship IS NOT 1)",
+		       "ii", (long long)cutoff, (long long)s->outbox);
+	/* Oldest first, a hundred at a time, until the data fits or nothing more may go. */
+	for (int round = 0; !err && round < 1000 && used_bytes(s) > (__s64)max_mb << 20; round++) {
 		err = run_stmt(s,
 			       "DELETE FROM tasks WHERE tid IN (SELECT tid FROM tasks WHERE "
-			       "status != 'running' ORDER BY start_ns LIMIT 100)",
-			       "");
+			       "status != 'running' AND (NOT ? OR ship IS NOT 1) "
+			       "ORDER BY start_ns LIMIT 100)",
+			       "i", (long long)s->outbox);
+		if (!err && !sqlite3_changes(s->db))
+			break;
+	}
 	return err;
 }
 
@@ -764,6 +824,8 @@ int store__list(struct store *s, const struct store_filter *f, long limit, store
 	struct list_ctx lc = { f, limit, fn, ctx };
 	sqlite3_stmt *st;
 	char sql[4096];
+	if (s->fleet)
+		return pgstore__list(s->fleet, f, limit, fn, ctx);
 
 	snprintf(sql, sizeof(sql),
 		 "SELECT t.id, t.status, t.lock, t.start_ns, t.wall_ns, t.exit_status, t.command,"
@@ -785,6 +847,8 @@ int store__find(struct store *s, const char *id, struct store_task *t)
 {
 	sqlite3_stmt *st;
 	int err = -ENOENT;
+	if (s->fleet)
+		return pgstore__find(s->fleet, id, t);
 
 	memset(t, 0, sizeof(*t));
 	if (query_prepare(
@@ -842,6 +906,8 @@ int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_f
 {
 	struct hist_ctx hc = { fn, ctx };
 	sqlite3_stmt *st;
+	if (s->fleet)
+		return pgstore__histograms(s->fleet, tid, name, fn, ctx);
 
 	if (query_prepare(s,
 			  "SELECT name, unit, count, sum, slots FROM histograms WHERE task = ? AND "
@@ -874,6 +940,8 @@ int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t 
 {
 	struct series_ctx sc = { pts, n, damaged };
 	sqlite3_stmt *st;
+	if (s->fleet)
+		return pgstore__series(s->fleet, tid, pts, n, damaged);
 
 	*damaged = 0;
 	if (query_prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
@@ -886,6 +954,8 @@ int store__has_metric(struct store *s, const char *metric)
 {
 	sqlite3_stmt *st;
 	int rc;
+	if (s->fleet)
+		return pgstore__has_metric(s->fleet, metric);
 
 	if (query_prepare(s, "SELECT 1 FROM metrics WHERE name = ? LIMIT 1", &st))
 		return -EIO;
@@ -926,6 +996,8 @@ int store__count(struct store *s, const char *metric, const struct store_filter 
 	sqlite3_stmt *st;
 	char sql[4096];
 	int i;
+	if (s->fleet)
+		return pgstore__count(s->fleet, metric, f, by, host, fn, ctx);
 
 	/*
 	 * By remote host: the task's rows for matching hosts, summed per task first so
@@ -1019,6 +1091,8 @@ int store__labels(struct store *s, __s64 tid, store_label_fn fn, void *ctx)
 {
 	struct label_ctx lc = { fn, ctx };
 	sqlite3_stmt *st;
+	if (s->fleet)
+		return pgstore__labels(s->fleet, tid, fn, ctx);
 
 	if (query_prepare(s, "SELECT key, value FROM labels WHERE task = ? ORDER BY key", &st))
 		return -EIO;
@@ -1073,4 +1147,255 @@ int store__statuses(struct store *s, store_status_fn fn, void *ctx)
 			break;
 	}
 	return err;
+}
+
+int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
+{
+	sqlite3_stmt *st;
+	int got = 0, step;
+
+	if (query_prepare(s,
+			  "SELECT tid FROM tasks WHERE ship = 1 AND tid > ? ORDER BY tid LIMIT ?",
+			  &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, after);
+	sqlite3_bind_int(st, 2, n);
+	while (got < n && (step = query_step(s, st)) == SQLITE_ROW)
+		tids[got++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return step < 0 ? step : got;
+}
+
+int store__outbox_done(struct store *s, __s64 tid, bool refused)
+{
+	return run_stmt(s, "UPDATE tasks SET ship = ? WHERE tid = ? AND ship = 1", "ii",
+			(long long)(refused ? 2 : 0), (long long)tid);
+}
+
+/* Writes the rows of sql (bound to tid) as JSON through row, into an open object or array. */
+static int doc_rows(struct store *s, __s64 tid, const char *sql, struct jw *w,
+		    void (*row)(struct jw *w, sqlite3_stmt *st))
+{
+	sqlite3_stmt *st;
+	int step;
+
+	if (query_prepare(s, sql, &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	while ((step = query_step(s, st)) == SQLITE_ROW)
+		row(w, st);
+	sqlite3_finalize(st);
+	return step < 0 ? step : 0;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(st, i);
+
+	return t ? t : "";
+}
+
+static void doc_label(struct jw *w, sqlite3_stmt *st)
+{
+	jw_kstr(w, col_text(st, 0), col_text(st, 1));
+}
+
+static void doc_metric(struct jw *w, sqlite3_stmt *st)
+{
+	jw_kdouble(w, col_text(st, 0), sqlite3_column_double(st, 1));
+}
+
+static void doc_hist(struct jw *w, sqlite3_stmt *st)
+{
+	const __u64 *slots = sqlite3_column_blob(st, 4);
+	bool whole = sqlite3_column_bytes(st, 4) == (int)(sizeof(__u64) * TP_HIST_SLOTS);
+
+	jw_obj_begin(w);
+	jw_kstr(w, "name", col_text(st, 0));
+	jw_kstr(w, "unit", col_text(st, 1));
+	jw_key(w, "count");
+	jw_i64(w, sqlite3_column_int64(st, 2));
+	jw_key(w, "sum");
+	jw_i64(w, sqlite3_column_int64(st, 3));
+	jw_key(w, "slots");
+	jw_arr_begin(w);
+	for (int i = 0; i < TP_HIST_SLOTS; i++) {
+		__u64 v = 0;
+
+		if (whole)
+			memcpy(&v, &slots[i], sizeof(v));
+		jw_i64(w, v > (__u64)INT64_MAX ? INT64_MAX : (long long)v);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+static void doc_net(struct jw *w, sqlite3_stmt *st)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "host", col_text(st, 0));
+	jw_kstr(w, "address", col_text(st, 1));
+	jw_key(w, "port");
+	jw_i64(w, sqlite3_column_int64(st, 2));
+	jw_kstr(w, "name", col_text(st, 3));
+	jw_kdouble(w, "value", sqlite3_column_double(st, 4));
+	jw_obj_end(w);
+}
+
+static void doc_series(struct jw *w, sqlite3_stmt *st)
+{
+	size_t len = (size_t)sqlite3_column_bytes(st, 2);
+	char *b64 = malloc(tp_base64_len(len));
+
+	jw_obj_begin(w);
+	jw_key(w, "seq");
+	jw_i64(w, sqlite3_column_int64(st, 0));
+	jw_key(w, "points");
+	jw_i64(w, sqlite3_column_int64(st, 1));
+	jw_key(w, "data");
+	if (b64) {
+		tp_base64(sqlite3_column_blob(st, 2), len, b64);
+		jw_str(w, b64);
+	} else {
+		jw_null(w);
+	}
+	jw_obj_end(w);
+	free(b64);
+}
+
+int store__ship_doc(struct store *s, __s64 tid, char **doc)
+{
+	sqlite3_stmt *st;
+	size_t len = 0;
+	struct jw w;
+	FILE *f;
+	int err;
+
+	*doc = NULL;
+	if (query_prepare(s,
+			  "SELECT id, host, command, status, exit_status, start_ns, wall_ns, record"
+			  " FROM tasks WHERE tid = ?",
+			  &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	err = query_step(s, st);
+	if (err != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return err < 0 ? err : -ENOENT;
+	}
+	f = open_memstream(doc, &len);
+	if (!f) {
+		sqlite3_finalize(st);
+		return -ENOMEM;
+	}
+	jw_init(&w, f, false);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", col_text(st, 0));
+	jw_kstr(&w, "host", col_text(st, 1));
+	jw_kstr(&w, "command", col_text(st, 2));
+	jw_kstr(&w, "status", col_text(st, 3));
+	jw_key(&w, "exit_status");
+	if (sqlite3_column_type(st, 4) == SQLITE_NULL)
+		jw_null(&w);
+	else
+		jw_i64(&w, sqlite3_column_int64(st, 4));
+	jw_key(&w, "start_ns");
+	jw_i64(&w, sqlite3_column_int64(st, 5));
+	jw_key(&w, "wall_ns");
+	if (sqlite3_column_type(st, 6) == SQLITE_NULL)
+		jw_null(&w);
+	else
+		jw_i64(&w, sqlite3_column_int64(st, 6));
+	jw_key(&w, "record");
+	if (sqlite3_column_type(st, 7) == SQLITE_NULL)
+		jw_null(&w);
+	else
+		jw_str(&w, col_text(st, 7));
+	sqlite3_finalize(st);
+	jw_key(&w, "labels");
+	jw_obj_begin(&w);
+	err = doc_rows(s, tid, "SELECT key, value FROM labels WHERE task = ? ORDER BY key", &w,
+		       doc_label);
+	jw_obj_end(&w);
+	jw_key(&w, "metrics");
+	jw_obj_begin(&w);
+	if (!err)
+		err = doc_rows(s, tid, "SELECT name, value FROM metrics WHERE task = ?", &w,
+			       doc_metric);
+	jw_obj_end(&w);
+	jw_key(&w, "hists");
+	jw_arr_begin(&w);
+	if (!err)
+		err = doc_rows(
+			s, tid,
+			"SELECT name, unit, count, sum, slots FROM histograms WHERE task = ?", &w,
+			doc_hist);
+	jw_arr_end(&w);
+	jw_key(&w, "net");
+	jw_arr_begin(&w);
+	if (!err)
+		err = doc_rows(s, tid,
+			       "SELECT host, address, port, name, value FROM net WHERE task = ?",
+			       &w, doc_net);
+	jw_arr_end(&w);
+	jw_key(&w, "series");
+	jw_arr_begin(&w);
+	if (!err)
+		err = doc_rows(s, tid,
+			       "SELECT seq, points, data FROM series WHERE task = ? ORDER BY seq",
+			       &w, doc_series);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(*doc);
+		*doc = NULL;
+	}
+	return err;
+}
+
+int store__sink_state(struct store *s, struct store_sink_state *ss)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	memset(ss, 0, sizeof(*ss));
+	if (query_prepare(
+		    s,
+		    "SELECT sink, error, error_ns, shipped_ns, next_try_ns, failures, shipped,"
+		    " (SELECT COUNT(*) FROM tasks WHERE ship = 1),"
+		    " (SELECT COUNT(*) FROM tasks WHERE ship = 2) FROM sink_state",
+		    &st))
+		return -EIO;
+	step = query_step(s, st);
+	if (step == SQLITE_ROW) {
+		snprintf(ss->sink, sizeof(ss->sink), "%s", col_text(st, 0));
+		snprintf(ss->error, sizeof(ss->error), "%s", col_text(st, 1));
+		ss->error_ns = (__u64)sqlite3_column_int64(st, 2);
+		ss->shipped_ns = (__u64)sqlite3_column_int64(st, 3);
+		ss->next_try_ns = (__u64)sqlite3_column_int64(st, 4);
+		ss->failures = (long)sqlite3_column_int64(st, 5);
+		ss->shipped = (long)sqlite3_column_int64(st, 6);
+		ss->waiting = (long)sqlite3_column_int64(st, 7);
+		ss->refused = (long)sqlite3_column_int64(st, 8);
+	}
+	sqlite3_finalize(st);
+	return step < 0 ? step : 0;
+}
+
+int store__sink_note(struct store *s, const char *sink, const char *error, __u64 next_try_ns,
+		     long shipped)
+{
+	__u64 now = tp_realtime_ns();
+
+	/* An error with no retry time (a refused task) is said, without a backoff. */
+	return run_stmt(
+		s,
+		"UPDATE sink_state SET sink = ?1, error = ?2,"
+		" error_ns = CASE WHEN ?2 IS NULL THEN error_ns ELSE ?3 END,"
+		" shipped_ns = CASE WHEN ?5 > 0 THEN ?3 ELSE shipped_ns END,"
+		" next_try_ns = ?4, failures = CASE WHEN ?4 > 0 THEN failures + 1 ELSE 0 END,"
+		" shipped = shipped + ?5",
+		"ttiii", sink, error, (long long)now, (long long)next_try_ns, (long long)shipped);
 }

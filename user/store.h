@@ -17,7 +17,7 @@
 #include "series.h"
 #include "task.h"
 
-#define STORE_SCHEMA 3
+#define STORE_SCHEMA 4
 
 struct store;
 
@@ -29,6 +29,17 @@ struct store;
  */
 struct store *store__open(const char *path, bool create, gid_t gid);
 void store__close(struct store *s);
+/*
+ * A fleet's PostgreSQL (sink.h) for the queries: list, find, histograms, series,
+ * labels, has_metric and count answer over every host's tasks. NULL with the
+ * reason said ("fleet NAME: why").
+ */
+struct store *store__open_fleet(const char *conninfo, const char *passfile);
+/*
+ * With a sink configured: every task that ends, or is found lost, waits in the
+ * outbox for the shipper, and retention never deletes a waiting one.
+ */
+void store__set_outbox(struct store *s, bool on);
 /* Writes the task's row (status running) with its labels; takes its liveness lock. */
 int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
 		      int nhost, __s64 *tid);
@@ -152,6 +163,37 @@ int store__statuses(struct store *s, store_status_fn fn, void *ctx);
 
 /* Metrics stored per remote host too (http.*, net.tcp.*, net.tx/rx_bytes). */
 bool store__remote_metric(const char *metric);
+
+/* The outbox: up to n waiting tasks after tid after, oldest first; how many, or -EIO. */
+int store__outbox(struct store *s, __s64 after, __s64 *tids, int n);
+/* A task is in the fleet now (or the fleet refused its data: it waits no more). */
+int store__outbox_done(struct store *s, __s64 tid, bool refused);
+/*
+ * One task whole, as the shipper sends it: a JSON object of its row (id, host,
+ * command, status, exit_status, start_ns, wall_ns, record), labels, metrics,
+ * hists, net and series (base64 blocks). *doc is the caller's to free.
+ */
+int store__ship_doc(struct store *s, __s64 tid, char **doc);
+
+/* The shipper's state, kept in the store for doctor and /metrics. */
+struct store_sink_state {
+	char sink[256];		    /* the sink's name (no password) */
+	char error[512];	    /* the last error, "" after a success */
+	__u64 error_ns, shipped_ns; /* realtime of the last error and the last shipped task */
+	__u64 next_try_ns;	    /* realtime before which shippers wait (backoff) */
+	long failures;		    /* consecutive failed rounds */
+	long shipped;		    /* tasks shipped since the store was made */
+	long waiting;		    /* the backlog */
+	long refused;		    /* tasks the fleet refused (their data), kept locally */
+};
+
+int store__sink_state(struct store *s, struct store_sink_state *st);
+/*
+ * After a round: error NULL for a success; else its message, with the time before
+ * which shippers wait (0: none, as for a task the fleet refused).
+ */
+int store__sink_note(struct store *s, const char *sink, const char *error, __u64 next_try_ns,
+		     long shipped);
 
 /* Applies the first n migrations only: makes a database of an older schema (tests). */
 int store__create_at_version(const char *path, int n);

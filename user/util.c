@@ -351,3 +351,35 @@ const char *tp_base_name(const char *path)
 
 	return slash && slash[1] ? slash + 1 : path;
 }
+
+size_t tp_base64_len(size_t len)
+{
+	return (len + 2) / 3 * 4 + 1;
+}
+
+void tp_base64(const void *in, size_t len, char *out)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = in;
+	size_t i = 0;
+
+	for (; i + 2 < len; i += 3) {
+		*out++ = abc[p[i] >> 2];
+		*out++ = abc[(p[i] & 3) << 4 | p[i + 1] >> 4];
+		*out++ = abc[(p[i + 1] & 15) << 2 | p[i + 2] >> 6];
+		*out++ = abc[p[i + 2] & 63];
+	}
+	if (i < len) {
+		*out++ = abc[p[i] >> 2];
+		if (i + 1 < len) {
+			*out++ = abc[(p[i] & 3) << 4 | p[i + 1] >> 4];
+			*out++ = abc[(p[i + 1] & 15) << 2];
+		} else {
+			*out++ = abc[(p[i] & 3) << 4];
+			*out++ = '=';
+		}
+		*out++ = '=';
+	}
+	*out = '\0';
+}

@@ -64,4 +64,8 @@ int tp_write_file(const char *path, const char *s);
  */
 int tp_write_whole(const char *path, int (*fn)(FILE *f, void *ctx), void *ctx);
 
+/* Base64 (RFC 4648, padded): the bytes tp_base64 writes for len bytes, its NUL included. */
+size_t tp_base64_len(size_t len);
+void tp_base64(const void *in, size_t len, char *out);
+
 #endif /* TP_UTIL_H */

@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * End-to-end tests of the fleet store: hosts (UTS namespaces with their own names and
+ * local stores) ship to one PostgreSQL of the test's own, and the fleet's answers are
+ * the hosts' answers added up, whatever the sink did meanwhile.
+ */
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+/* The ports a connect to which is an HTTP failure: one nothing listens on. */
+#define DEAD_HTTP_PORT "29998"
+
+struct host {
+	const char *name;
+	char db[512];
+	char conf[512];
+};
+
+struct lab {
+	const char *dir;
+	int port;
+	char conninfo[512]; /* the unix socket, keyword form */
+	char uri[256];	    /* 127.0.0.1:port, URI form */
+	char pw[128];
+};
+
+static bool lab_up(struct lab *l)
+{
+	char path[600];
+
+	memset(l, 0, sizeof(*l));
+	/* Each host's store is its config's db. */
+	unsetenv("TASKPROBE_DB");
+	l->dir = tu_pglab(&l->port);
+	if (!l->dir)
+		return false;
+	snprintf(l->conninfo, sizeof(l->conninfo), "host=%s/sock port=%d user=tp dbname=fleet",
+		 l->dir, l->port);
+	snprintf(l->uri, sizeof(l->uri), "postgresql://tp@127.0.0.1:%d/fleet", l->port);
+	snprintf(path, sizeof(path), "%s/pw", l->dir);
+	return tp_read_file(path, l->pw, sizeof(l->pw)) > 0;
+}
+
+/* A worker host: its own store and config, the lab its sink (the lab's pgpass unless given). */
+static void host_init(struct host *h, const struct lab *l, const char *name, const char *type,
+		      const char *passfile, const char *sink)
+{
+	char text[2048], pass[600];
+
+	h->name = name;
+	snprintf(h->db, sizeof(h->db), "%s.db", tu_tmp(name));
+	snprintf(h->conf, sizeof(h->conf), "%s.conf", tu_tmp(name));
+	snprintf(pass, sizeof(pass), "%s/pgpass", l->dir);
+	snprintf(text, sizeof(text),
+		 "db = %s\ninstance_type = %s\nhttp_ports = 80,443," DEAD_HTTP_PORT "\n"
+		 "sink = %s\nsink_passfile = %s\n",
+		 h->db, type, sink ? sink : l->conninfo, passfile ? passfile : pass);
+	tu_write_file(h->conf, text);
+}
+
+/*
+ * `taskprobe ARGS...` on host h: in a UTS namespace named after it, with its config.
+ * The task runs n /bin/true and makes fails refused connects to the HTTP port.
+ */
+static void on_host(const struct host *h, struct tu_result *r, char *const args[])
+{
+	char *argv[40];
+	int n = 0;
+
+	argv[n++] = "unshare";
+	argv[n++] = "-u";
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = "hostname \"$0\" && exec \"$@\"";
+	argv[n++] = (char *)h->name;
+	argv[n++] = (char *)tu_bin();
+	for (int i = 0; args[i] && n < 38; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	tu_run(argv, r, 120);
+}
+
+static int run_task(const struct host *h, const char *id, int n, int fails, struct tu_result *r)
+{
+	char script[256];
+
+	snprintf(script, sizeof(script),
+		 "i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done; i=0;"
+		 " while [ $i -lt %d ]; do (exec 3<>/dev/tcp/127.0.0.1/" DEAD_HTTP_PORT
+		 ") 2>/dev/null; i=$((i+1)); done; true",
+		 n, fails);
+	on_host(h, r,
+		(char *[]){ "run", "--quiet", "--config", (char *)h->conf, "--id", (char *)id,
+			    "--label", "job=fleet", "--", "bash", "-c", script, NULL });
+	return r->status;
+}
+
+/* `count METRIC --json [--by B] [--host G]` over db: the total sum and tasks. */
+static bool count(const char *db, const char *conf, const char *metric, const char *by,
+		  const char *host, double *sum, double *tasks, const struct json **res)
+{
+	char *argv[20];
+	struct tu_result r;
+	int n = 0;
+	const struct json *j;
+
+	argv[n++] = (char *)tu_bin();
+	argv[n++] = "count";
+	argv[n++] = (char *)metric;
+	argv[n++] = "--db";
+	argv[n++] = (char *)db;
+	argv[n++] = "--config";
+	argv[n++] = (char *)conf;
+	argv[n++] = "--json";
+	if (by) {
+		argv[n++] = "--by";
+		argv[n++] = (char *)by;
+	}
+	if (host) {
+		argv[n++] = "--host";
+		argv[n++] = (char *)host;
+	}
+	argv[n] = NULL;
+	tu_run(argv, &r, 60);
+	if (!CHECK(r.status == 0, "count %s over %s: %d %s", metric, db, r.status, r.err))
+		return false;
+	j = tu_parse_json(r.out);
+	if (!j)
+		return false;
+	*sum = tu_num(j, "sum");
+	*tasks = tu_num(j, "tasks");
+	if (res)
+		*res = j;
+	return true;
+}
+
+static long psql_num(const struct lab *l, const char *sql)
+{
+	struct tu_result r;
+
+	tu_psql(l->dir, sql, &r);
+	if (!CHECK(r.status == 0, "psql %s: %s", sql, r.err))
+		return -1;
+	return atol(r.out);
+}
+
+static double group_sum(const struct json *res, const char *value)
+{
+	const struct json *g = tu_find(json_get(res, "groups"), "value", value);
+
+	return g ? tu_num(g, "sum") : -1;
+}
+
+TEST(TIER_E2E, fleet_count_is_the_sum_of_the_hosts)
+{
+	struct host a, b;
+	struct lab l;
+	struct tu_result r;
+	double fa, ta, fb, tb, ff, tf;
+	const struct json *res;
+	static const char *const metrics[] = { "proc.execs", "cpu.time_ns", "http.failures" };
+
+	if (!lab_up(&l))
+		return;
+	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
+	host_init(&b, &l, "worker-b", "c5.xlarge", NULL, NULL);
+	ASSERT_EQ(run_task(&a, "a-1", 2, 1, &r), 0, "a-1");
+	ASSERT_EQ(run_task(&a, "a-2", 3, 0, &r), 0, "a-2");
+	ASSERT_EQ(run_task(&a, "a-3", 4, 2, &r), 0, "a-3");
+	ASSERT_EQ(run_task(&b, "b-1", 5, 3, &r), 0, "b-1");
+	ASSERT_EQ(run_task(&b, "b-2", 6, 0, &r), 0, "b-2");
+	ASSERT_STREQ(r.err, "", "a run that ships says nothing");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 5, "every task shipped");
+
+	/* Ground truth first: each task execs bash and its n /bin/true. */
+	ASSERT_TRUE(count(a.db, a.conf, "proc.execs", NULL, NULL, &fa, &ta, NULL), "a execs");
+	ASSERT_EQ(fa, 3 + 4 + 5, "host a's execs");
+	ASSERT_TRUE(count(b.db, b.conf, "proc.execs", NULL, NULL, &fb, &tb, NULL), "b execs");
+	ASSERT_EQ(fb, 6 + 7, "host b's execs");
+
+	for (size_t i = 0; i < ARRAY_SIZE(metrics); i++) {
+		const char *host = !strcmp(metrics[i], "http.failures") ? "127.0.0.*" : NULL;
+
+		if (!count(a.db, a.conf, metrics[i], NULL, host, &fa, &ta, NULL) ||
+		    !count(b.db, b.conf, metrics[i], NULL, host, &fb, &tb, NULL) ||
+		    !count(l.conninfo, a.conf, metrics[i], NULL, host, &ff, &tf, NULL))
+			return;
+		CHECK(ff == fa + fb, "%s: fleet %.0f, hosts %.0f + %.0f", metrics[i], ff, fa, fb);
+		CHECK(tf == ta + tb, "%s tasks: fleet %.0f, hosts %.0f + %.0f", metrics[i], tf, ta,
+		      tb);
+		/* By host and by instance type: each group is its host's own total. */
+		if (!count(l.conninfo, a.conf, metrics[i], "host", host, &ff, &tf, &res))
+			return;
+		CHECK(group_sum(res, "worker-a") == fa && group_sum(res, "worker-b") == fb,
+		      "%s by host: %.0f and %.0f, hosts %.0f and %.0f", metrics[i],
+		      group_sum(res, "worker-a"), group_sum(res, "worker-b"), fa, fb);
+		if (!count(l.conninfo, a.conf, metrics[i], "instance_type", host, &ff, &tf, &res))
+			return;
+		CHECK(group_sum(res, "m5.large") == fa && group_sum(res, "c5.xlarge") == fb,
+		      "%s by instance_type", metrics[i]);
+	}
+	ASSERT_EQ(fa, 3, "host a's HTTP failures, counted by the test");
+	ASSERT_EQ(fb, 3, "host b's");
+	/* --host on a worker metric: the worker's name, a glob. */
+	ASSERT_TRUE(count(l.conninfo, a.conf, "proc.execs", NULL, "worker-[b]", &ff, &tf, NULL),
+		    "--host worker-[b]");
+	ASSERT_EQ(ff, 13, "--host worker-[b]: host b's execs");
+	ASSERT_TRUE(count(l.conninfo, a.conf, "http.failures", NULL, "10.*", &ff, &tf, NULL),
+		    "--host 10.*");
+	ASSERT_EQ(tf, 0, "no task talked to 10.*");
+
+	/* The other queries answer from the fleet as they do locally. */
+	tu_tp(&r, 60, "list", "--db", l.uri, "--config", a.conf, "--json", NULL);
+	ASSERT_EQ(r.status, 0, "list over TCP");
+	res = tu_parse_json(r.out);
+	ASSERT_EQ(json_len(res), 5, "list: every host's tasks");
+	ASSERT_STREQ(json_str(json_at(res, 0), "id"), "b-2", "newest first");
+	tu_tp(&r, 60, "list", "--db", l.uri, "--config", a.conf, "--label", "host=worker-a",
+	      "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), 3, "list --label host=worker-a");
+	{
+		struct tu_result local;
+
+		tu_tp(&local, 60, "show", "a-3", "--db", a.db, "--json", NULL);
+		tu_tp(&r, 60, "show", "a-3", "--db", l.conninfo, "--config", a.conf, "--json",
+		      NULL);
+		ASSERT_EQ(r.status, 0, "show from the fleet");
+		ASSERT_STREQ(r.out, local.out, "show --json: the record as the host stored it");
+		tu_tp(&local, 60, "hist", "a-3", "--db", a.db, "--json", NULL);
+		tu_tp(&r, 60, "hist", "a-3", "--db", l.conninfo, "--config", a.conf, "--json",
+		      NULL);
+		ASSERT_STREQ(r.out, local.out, "hist --json");
+		tu_tp(&local, 60, "series", "b-1", "--db", b.db, "--points", "7", "--json", NULL);
+		tu_tp(&r, 60, "series", "b-1", "--db", l.conninfo, "--config", a.conf, "--points",
+		      "7", "--json", NULL);
+		ASSERT_STREQ(r.out, local.out, "series --json: the same blocks");
+		tu_tp(&local, 60, "show", "b-1", "--db", b.db, NULL);
+		tu_tp(&r, 60, "show", "b-1", "--db", l.conninfo, "--config", a.conf, NULL);
+		ASSERT_STREQ(r.out, local.out, "show: the same summary");
+	}
+	tu_tp(&r, 60, "show", "no-such", "--db", l.conninfo, "--config", a.conf, NULL);
+	ASSERT_EQ(r.status, 1, "an unknown id in the fleet");
+	tu_tp(&r, 60, "count", "no.such.metric", "--db", l.conninfo, "--config", a.conf, NULL);
+	ASSERT_EQ(r.status, 1, "an unknown metric in the fleet");
+}
+
+/* The local outbox: tasks waiting for the sink, by the store's own column. */
+static long waiting(const char *db)
+{
+	sqlite3 *s;
+	sqlite3_stmt *st;
+	long n = -1;
+
+	if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(s, "SELECT COUNT(*) FROM tasks WHERE ship = 1", -1, &st, NULL) ==
+		    SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(s);
+	return n;
+}
+
+static int ship(const struct host *h, struct tu_result *r)
+{
+	on_host(h, r, (char *[]){ "ship", "--config", (char *)h->conf, NULL });
+	return r->status;
+}
+
+TEST(TIER_E2E, fleet_outage_keeps_tasks_and_ships_each_once)
+{
+	struct tu_result r;
+	struct host a;
+	struct lab l;
+	char id[32];
+
+	if (!lab_up(&l))
+		return;
+	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
+	ASSERT_EQ(run_task(&a, "before", 1, 0, &r), 0, "a task before the outage");
+	ASSERT_OK(tu_pglab_ctl(l.dir, "stop"), "PostgreSQL stopped");
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof(id), "during-%d", i);
+		ASSERT_EQ(run_task(&a, id, 2, 0, &r), 0, "a task ends as usual");
+		CHECK((strstr(r.err, "kept locally")) &&
+			      strchr(r.err, '\n') == strrchr(r.err, '\n'),
+		      "one line says the task waits: %s", r.err);
+	}
+	ASSERT_EQ(waiting(a.db), 4, "four tasks in the outbox");
+	tu_tp(&r, 30, "doctor", "--json", "--config", a.conf, NULL);
+	ASSERT_TRUE(strstr(r.out, ": 4 waiting") != NULL, "doctor shows the backlog");
+	ASSERT_TRUE(strstr(r.out, "last error: cannot connect") != NULL,
+		    "doctor shows the last error");
+	/* Retention never takes a waiting task, even one past retain_days. */
+	{
+		sqlite3 *s;
+
+		ASSERT_TRUE(sqlite3_open(a.db, &s) == SQLITE_OK, "open the local store");
+		sqlite3_exec(s,
+			     "UPDATE tasks SET start_ns = start_ns - 400 * 86400000000000"
+			     " WHERE id IN ('before', 'during-0')",
+			     NULL, NULL, NULL);
+		sqlite3_close(s);
+	}
+	ASSERT_EQ(run_task(&a, "during-4", 2, 0, &r), 0, "one more, with retention");
+	tu_tp(&r, 30, "list", "--db", a.db, "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), 5,
+		  "the shipped old task went, waiting ones stay");
+	ASSERT_TRUE(!tu_find(tu_parse_json(r.out), "id", "before"), "'before' was retired");
+	ASSERT_TRUE(tu_find(tu_parse_json(r.out), "id", "during-0") != NULL,
+		    "old but waiting: kept");
+
+	ASSERT_OK(tu_pglab_ctl(l.dir, "start"), "PostgreSQL started again");
+	ASSERT_EQ(ship(&a, &r), 0, "ship the backlog");
+	CHECK(strstr(r.out, "shipped 5 tasks") != NULL, "five shipped: %s", r.out);
+	ASSERT_EQ(waiting(a.db), 0, "the outbox is empty");
+	ASSERT_EQ(ship(&a, &r), 0, "ship again");
+	CHECK(strstr(r.out, "shipped 0 tasks") != NULL, "nothing twice: %s", r.out);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 6, "every task once");
+	ASSERT_EQ(psql_num(&l, "SELECT count(DISTINCT (host, id)) FROM taskprobe.tasks"), 6,
+		  "no task twice");
+	tu_tp(&r, 30, "doctor", "--json", "--config", a.conf, NULL);
+	{
+		const struct json *c =
+			tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
+
+		CHECK(c && json_get(c, "ok")->b && strstr(json_str(c, "detail"), ": 0 waiting") &&
+			      !strstr(json_str(c, "detail"), "error"),
+		      "doctor: the sink is well again: %s", r.out);
+	}
+}
+
+/* Waits (20 s at most) until the SQL's one number is at least want. */
+static bool wait_num(const struct lab *l, const char *sql, long want)
+{
+	for (int i = 0; i < 400; i++) {
+		if (psql_num(l, sql) >= want)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+TEST(TIER_E2E, fleet_shipper_killed_mid_transaction_loses_nothing)
+{
+	struct tu_result r;
+	struct host a;
+	struct lab l;
+	char id[32], ship_sh[1024];
+	pid_t locker, shipper;
+	sqlite3 *s;
+
+	if (!lab_up(&l))
+		return;
+	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
+	ASSERT_EQ(run_task(&a, "first", 1, 0, &r), 0, "a first task makes the schema");
+	ASSERT_OK(tu_pglab_ctl(l.dir, "stop"), "stop");
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "t-%d", i);
+		ASSERT_EQ(run_task(&a, id, 1, 1, &r), 0, "a task while the sink is away");
+	}
+	ASSERT_OK(tu_pglab_ctl(l.dir, "start"), "start");
+	snprintf(ship_sh, sizeof(ship_sh),
+		 "exec unshare -u sh -c 'hostname worker-a && exec %s ship --config %s' >/dev/null",
+		 tu_bin(), a.conf);
+
+	/* 1. Killed inside its transaction: blocked on a lock after writing the task's row. */
+	locker = tu_spawn((char *[]){ "scripts/pglab/pglab.sh", "psql", (char *)l.dir,
+				      "BEGIN; LOCK TABLE taskprobe.metrics IN SHARE MODE;"
+				      " SELECT pg_sleep(30); COMMIT",
+				      NULL });
+	ASSERT_TRUE(wait_num(&l,
+			     "SELECT count(*) FROM pg_locks WHERE mode = 'ShareLock' AND granted"
+			     " AND relation = 'taskprobe.metrics'::regclass",
+			     1),
+		    "the test holds the lock");
+	shipper = tu_spawn((char *[]){ "/bin/sh", "-c", ship_sh, NULL });
+	ASSERT_TRUE(
+		wait_num(&l,
+			 "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+			 " 'taskprobe' AND wait_event_type = 'Lock' AND backend_xid IS NOT NULL",
+			 1),
+		"the shipper waits inside its transaction, its task's row written");
+	/* sh, unshare and sh exec: the pid is taskprobe's own. */
+	kill(shipper, SIGKILL);
+	waitpid(shipper, NULL, 0);
+	/* A backend waiting on a lock notices its client gone only later: ended now. */
+	tu_psql(l.dir,
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name ="
+		" 'taskprobe'",
+		&r);
+	tu_psql(l.dir,
+		"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+		"'%pg_sleep(30)%' AND pid != pg_backend_pid()",
+		&r);
+	waitpid(locker, NULL, 0);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 1,
+		  "the killed transaction left nothing");
+	ASSERT_EQ(waiting(a.db), 3, "all three still wait");
+
+	/* 2. Killed after the fleet committed, before the host marked the task shipped. */
+	ASSERT_TRUE(sqlite3_open(a.db, &s) == SQLITE_OK, "open the local store");
+	sqlite3_busy_timeout(s, 5000);
+	ASSERT_TRUE(sqlite3_exec(s, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK,
+		    "the test holds the local store's write lock");
+	shipper = tu_spawn((char *[]){ "/bin/sh", "-c", ship_sh, NULL });
+	ASSERT_TRUE(wait_num(&l, "SELECT count(*) FROM taskprobe.tasks", 2),
+		    "the fleet committed a task");
+	usleep(200000);
+	kill(shipper, SIGKILL);
+	waitpid(shipper, NULL, 0);
+	tu_psql(l.dir,
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name ="
+		" 'taskprobe'",
+		&r);
+	sqlite3_exec(s, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(s);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2,
+		  "one task in the fleet, not marked here");
+	ASSERT_EQ(ship(&a, &r), 0, "the shipper again");
+	CHECK(strstr(r.out, "shipped 2 tasks") && strstr(r.out, "1 already there"),
+	      "the rest shipped, the committed one found there: %s", r.out);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 4, "every task once");
+	ASSERT_EQ(psql_num(&l, "SELECT count(DISTINCT id) FROM taskprobe.tasks"), 4,
+		  "no duplicate");
+	ASSERT_EQ(waiting(a.db), 0, "the outbox is empty");
+	/* Whole: each task's figures in the fleet are the host's. */
+	{
+		double fa, ta, ff, tf;
+
+		ASSERT_TRUE(
+			count(a.db, a.conf, "proc.execs", NULL, NULL, &fa, &ta, NULL) &&
+				count(l.conninfo, a.conf, "proc.execs", NULL, NULL, &ff, &tf, NULL),
+			"counts");
+		ASSERT_EQ(ff, fa, "execs: fleet and host");
+		ASSERT_EQ(fa, 4 * 2, "execs: bash and one /bin/true per task");
+		ASSERT_TRUE(count(a.db, a.conf, "http.failures", NULL, "127.*", &fa, &ta, NULL) &&
+				    count(l.conninfo, a.conf, "http.failures", NULL, "127.*", &ff,
+					  &tf, NULL),
+			    "counts");
+		ASSERT_EQ(ff, 3, "HTTP failures in the fleet: one per task while away");
+		ASSERT_EQ(fa, 3, "and on the host");
+	}
+}
+
+static bool no_secret(const struct tu_result *r, const char *pw, const char *what)
+{
+	return CHECK(!strstr(r->out ? r->out : "", pw) && !strstr(r->err ? r->err : "", pw),
+		     "%s: the password shows: %s %s", what, r->out, r->err);
+}
+
+static bool one_error_line(const struct tu_result *r, const char *has, const char *what)
+{
+	const char *e = r->err ? r->err : "";
+
+	return CHECK(!strncmp(e, "taskprobe: ", 11) && strchr(e, '\n') == e + strlen(e) - 1 &&
+			     strstr(e, has),
+		     "%s: expected one line with '%s', got '%s'", what, has, e);
+}
+
+TEST(TIER_E2E, fleet_bad_sinks_say_one_line_and_never_the_password)
+{
+	char sink[512], wrongpass[600], text[1200], bad_uri[512];
+	struct tu_result r;
+	struct host a, w;
+	struct lab l;
+
+	if (!lab_up(&l))
+		return;
+	/* A password in the string: refused by the config, and by --db. */
+	snprintf(sink, sizeof(sink), "postgresql://tp:%s@127.0.0.1:%d/fleet", l.pw, l.port);
+	host_init(&a, &l, "worker-a", "m5.large", NULL, sink);
+	ASSERT_EQ(run_task(&a, "pw", 1, 0, &r), 125, "a config with a password in the sink");
+	one_error_line(&r, "holds a password", "run");
+	no_secret(&r, l.pw, "run");
+	tu_tp(&r, 30, "list", "--db", sink, NULL);
+	ASSERT_EQ(r.status, 1, "--db with a password");
+	one_error_line(&r, "holds a password", "list --db");
+	no_secret(&r, l.pw, "list --db");
+	snprintf(bad_uri, sizeof(bad_uri), "host=%s/sock user=tp password=%s junk", l.dir, l.pw);
+	tu_tp(&r, 30, "count", "proc.execs", "--db", bad_uri, NULL);
+	ASSERT_EQ(r.status, 1, "an unparsable string");
+	one_error_line(&r, "not a valid connection string", "count --db");
+	no_secret(&r, l.pw, "an unparsable string with a password in it");
+	tu_tp(&r, 30, "list", "--db", "postgresql://tp@[::1/fleet", NULL);
+	one_error_line(&r, "not a valid connection string", "a bad URI");
+	host_init(&a, &l, "worker-a", "m5.large", NULL, "sink-of-nonsense");
+	ASSERT_EQ(run_task(&a, "bad", 1, 0, &r), 125, "a sink that is no connection string");
+	one_error_line(&r, ":4: sink: not a PostgreSQL connection string", "config");
+
+	/* A wrong password (in its passfile): the task is kept, the sink named, once. */
+	snprintf(wrongpass, sizeof(wrongpass), "%s", tu_tmp("wrong.pgpass"));
+	tu_write_file(wrongpass, "*:*:*:tp:not-the-password-XYZZY\n");
+	chmod(wrongpass, 0600);
+	host_init(&w, &l, "worker-w", "m5.large", wrongpass, NULL);
+	ASSERT_EQ(run_task(&w, "w-1", 1, 0, &r), 0, "the task ends as usual");
+	one_error_line(&r, "password authentication failed", "wrong password");
+	CHECK(strstr(r.err, "sink postgresql://tp@") != NULL, "names the sink: %s", r.err);
+	no_secret(&r, "XYZZY", "wrong password");
+	no_secret(&r, l.pw, "wrong password");
+	ASSERT_EQ(waiting(w.db), 1, "kept for later");
+	tu_tp(&r, 30, "doctor", "--config", w.conf, NULL);
+	CHECK(strstr(r.out, "password authentication failed") != NULL, "doctor: %s", r.out);
+	no_secret(&r, "XYZZY", "doctor");
+	tu_tp(&r, 30, "list", "--db", l.uri, "--config", w.conf, NULL);
+	ASSERT_EQ(r.status, 1, "list with the wrong password");
+	one_error_line(&r, "fleet postgresql://tp@127.0.0.1", "list, wrong password");
+	/* Nothing listening: refused at once, and said so. */
+	snprintf(text, sizeof(text), "postgresql://tp@127.0.0.1:%d/fleet", 1);
+	tu_tp(&r, 30, "list", "--db", text, NULL);
+	ASSERT_EQ(r.status, 1, "a port where nothing listens");
+	one_error_line(&r, "cannot connect", "refused");
+	/* The right password from the passfile, after all that. */
+	host_init(&w, &l, "worker-w", "m5.large", NULL, NULL);
+	ASSERT_EQ(ship(&w, &r), 0, "with the right passfile");
+	CHECK(strstr(r.out, "shipped 1 task") != NULL, "%s", r.out);
+	no_secret(&r, l.pw, "ship");
+}
+
+TEST(TIER_E2E, fleet_migration_waits_for_another_host)
+{
+	struct tu_result r;
+	struct host a, b;
+	struct lab l;
+	pid_t locker, pa, pb;
+	int sta, stb;
+	char sa[1024], sb[1024];
+
+	if (!lab_up(&l))
+		return;
+	/* Tasks stored while the sink was a closed port: both hosts have one waiting. */
+	host_init(&a, &l, "worker-a", "m5.large", NULL, "postgresql://tp@127.0.0.1:1/fleet");
+	host_init(&b, &l, "worker-b", "m5.large", NULL, "postgresql://tp@127.0.0.1:1/fleet");
+	ASSERT_EQ(run_task(&a, "a", 1, 0, &r), 0, "a");
+	ASSERT_EQ(run_task(&b, "b", 1, 0, &r), 0, "b");
+	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
+	host_init(&b, &l, "worker-b", "m5.large", NULL, NULL);
+	/* Another host "migrating": the migration lock held for a while. */
+	locker = tu_spawn((char *[]){ "scripts/pglab/pglab.sh", "psql", (char *)l.dir,
+				      "BEGIN; SELECT pg_advisory_xact_lock(8386112019568947810);"
+				      " SELECT pg_sleep(3); COMMIT",
+				      NULL });
+	ASSERT_TRUE(
+		wait_num(&l,
+			 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+			 1),
+		"the lock is held");
+	snprintf(sa, sizeof(sa),
+		 "exec unshare -u sh -c 'hostname worker-a && exec %s ship --config %s' >/dev/null",
+		 tu_bin(), a.conf);
+	snprintf(sb, sizeof(sb),
+		 "exec unshare -u sh -c 'hostname worker-b && exec %s ship --config %s' >/dev/null",
+		 tu_bin(), b.conf);
+	pa = fork();
+	if (pa == 0) {
+		execl("/bin/sh", "sh", "-c", sa, (char *)NULL);
+		_exit(127);
+	}
+	pb = fork();
+	if (pb == 0) {
+		execl("/bin/sh", "sh", "-c", sb, (char *)NULL);
+		_exit(127);
+	}
+	tu_track_pid(pa);
+	tu_track_pid(pb);
+	ASSERT_TRUE(
+		wait_num(&l,
+			 "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+			 " 'taskprobe' AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+			 2),
+		"both shippers wait for the migration lock");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM pg_tables WHERE schemaname = 'taskprobe'"), 0,
+		  "no table made while the lock is held");
+	waitpid(locker, NULL, 0);
+	waitpid(pa, &sta, 0);
+	waitpid(pb, &stb, 0);
+	ASSERT_TRUE(WIFEXITED(sta) && WEXITSTATUS(sta) == 0, "host a shipped");
+	ASSERT_TRUE(WIFEXITED(stb) && WEXITSTATUS(stb) == 0, "host b shipped");
+	ASSERT_EQ(psql_num(&l, "SELECT max(version) FROM taskprobe.schema_version"), 1,
+		  "schema version 1");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.schema_version"), 1, "one row");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2, "both tasks");
+}

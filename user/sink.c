@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The fleet's PostgreSQL: connection strings, the schema and its migrations, shipping. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "sink.h"
+#include "util.h"
+
+/* pg_advisory_xact_lock's key for migrations: "taskprob" in ASCII. */
+#define SINK_MIGRATION_LOCK "8386112019568947810"
+
+/*
+ * Each entry moves the fleet schema one version forward; never edit a shipped one.
+ * Labels are a jsonb column (GIN: --label filters; ->> for --by), the figures that
+ * count sums carry their task's start, so that a metric over a week is one range
+ * of its (name, start) index, and remote hosts keep their names as an array.
+ */
+static const char *const migrations[SINK_SCHEMA] = {
+	/* 1: tasks with their labels, figures, histograms, remote hosts, series */
+	"CREATE TABLE taskprobe.tasks (tid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+	" host text NOT NULL, id text NOT NULL, start_ns bigint NOT NULL,"
+	" command text NOT NULL, status text NOT NULL, exit_status bigint, wall_ns bigint,"
+	" record text, labels jsonb NOT NULL, shipped_at timestamptz NOT NULL DEFAULT now(),"
+	" UNIQUE (host, id, start_ns));"
+	"CREATE INDEX tasks_start ON taskprobe.tasks (start_ns);"
+	"CREATE INDEX tasks_id ON taskprobe.tasks (id, start_ns DESC);"
+	"CREATE INDEX tasks_labels ON taskprobe.tasks USING gin (labels jsonb_path_ops);"
+	"CREATE TABLE taskprobe.metrics (task bigint NOT NULL"
+	" REFERENCES taskprobe.tasks ON DELETE CASCADE, name text NOT NULL,"
+	" start_ns bigint NOT NULL, value double precision NOT NULL, PRIMARY KEY (task, name));"
+	"CREATE INDEX metrics_name ON taskprobe.metrics (name, start_ns) INCLUDE (task, value);"
+	"CREATE TABLE taskprobe.histograms (task bigint NOT NULL"
+	" REFERENCES taskprobe.tasks ON DELETE CASCADE, name text NOT NULL, unit text NOT NULL,"
+	" count bigint NOT NULL, sum bigint NOT NULL, slots bigint[] NOT NULL,"
+	" PRIMARY KEY (task, name));"
+	"CREATE TABLE taskprobe.net (task bigint NOT NULL"
+	" REFERENCES taskprobe.tasks ON DELETE CASCADE, host text NOT NULL, names text[] NOT NULL,"
+	" address text NOT NULL, port integer NOT NULL, name text NOT NULL,"
+	" start_ns bigint NOT NULL, value double precision NOT NULL,"
+	" PRIMARY KEY (task, host, address, port, name));"
+	"CREATE INDEX net_name ON taskprobe.net (name, start_ns) INCLUDE (task, value);"
+	"CREATE TABLE taskprobe.series (task bigint NOT NULL"
+	" REFERENCES taskprobe.tasks ON DELETE CASCADE, seq integer NOT NULL,"
+	" points integer NOT NULL, data bytea NOT NULL, PRIMARY KEY (task, seq));",
+};
+
+bool sink_is_conninfo(const char *s)
+{
+	const char *p = s;
+
+	if (!strncmp(s, "postgresql://", 13) || !strncmp(s, "postgres://", 11))
+		return true;
+	/* "host=... dbname=...": a keyword, then '='; a path has a '/' or '.' first. */
+	while (islower((unsigned char)*p) || *p == '_')
+		p++;
+	while (*p == ' ')
+		p++;
+	return p > s && *p == '=';
+}
+
+/*
+ * libpq's message as one line, with what it quotes of the string left out: a string
+ * it could not parse may hold a password that the refusal below never got to see.
+ */
+static void one_line(char *out, size_t len, const char *msg, bool unquote)
+{
+	size_t o = 0;
+	bool quoted = false, space = false;
+
+	for (const char *p = msg ? msg : ""; *p && o + 4 < len; p++) {
+		if (unquote && *p == '"') {
+			quoted = !quoted;
+			if (quoted && o + 7 < len) {
+				if (space)
+					out[o++] = ' ';
+				memcpy(out + o, "\"...\"", 5);
+				o += 5;
+				space = false;
+			}
+			continue;
+		}
+		if (quoted)
+			continue;
+		if (isspace((unsigned char)*p)) {
+			space = o > 0;
+			continue;
+		}
+		if (space && o + 2 < len)
+			out[o++] = ' ';
+		space = false;
+		out[o++] = *p;
+	}
+	while (o && (out[o - 1] == '.' || out[o - 1] == ' '))
+		o--;
+	out[o < len ? o : len - 1] = '\0';
+}
+
+static const char *opt(const PQconninfoOption *o, const char *kw)
+{
+	for (; o && o->keyword; o++)
+		if (!strcmp(o->keyword, kw))
+			return o->val && *o->val ? o->val : NULL;
+	return NULL;
+}
+
+int sink_check(const char *conninfo, char *name, size_t nlen, char *why, size_t wlen)
+{
+	PQconninfoOption *o;
+	const char *host, *port, *user, *db;
+	char *msg = NULL;
+
+	if (!sink_is_conninfo(conninfo)) {
+		snprintf(why, wlen,
+			 "not a PostgreSQL connection string: use postgresql://USER@HOST/DB "
+			 "or 'host=... dbname=...'");
+		return -EINVAL;
+	}
+	o = PQconninfoParse(conninfo, &msg);
+	if (!o) {
+		char line[256];
+
+		one_line(line, sizeof(line), msg ? msg : "out of memory", true);
+		snprintf(why, wlen, "not a valid connection string: %s", line);
+		PQfreemem(msg);
+		return -EINVAL;
+	}
+	if (opt(o, "password")) {
+		PQconninfoFree(o);
+		snprintf(why, wlen,
+			 "the connection string holds a password, which would show in ps and "
+			 "logs; put it in a .pgpass file (sink_passfile or PGPASSFILE)");
+		return -EINVAL;
+	}
+	host = opt(o, "host") ? opt(o, "host") : opt(o, "hostaddr");
+	port = opt(o, "port");
+	user = opt(o, "user");
+	db = opt(o, "dbname");
+	if (name)
+		snprintf(name, nlen, "postgresql://%s%s%s%s%s/%s", user ? user : "",
+			 user ? "@" : "", host ? host : "", port ? ":" : "", port ? port : "",
+			 db ? db : "");
+	PQconninfoFree(o);
+	return 0;
+}
+
+static void quiet_notice(void *arg, const char *message)
+{
+}
+
+static void set_err(struct sink *k, const char *what, const char *msg)
+{
+	char line[400];
+
+	one_line(line, sizeof(line), msg, false);
+	snprintf(k->err, sizeof(k->err), "%s: %s", what, line[0] ? line : "unknown error");
+}
+
+/* Runs a statement of no parameters; 0, or -1 with k->err set. */
+static int exec(struct sink *k, const char *sql, const char *what)
+{
+	PGresult *r = PQexec(k->conn, sql);
+	ExecStatusType st = PQresultStatus(r);
+	int err = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : -1;
+
+	if (err) {
+		set_err(k, what, PQresultErrorMessage(r));
+		k->conn_lost = true;
+	}
+	PQclear(r);
+	return err;
+}
+
+/* The one value of a one-row query, or -1 with k->err set. */
+static long long query_num(struct sink *k, const char *sql, const char *what)
+{
+	PGresult *r = PQexec(k->conn, sql);
+	long long v = -1;
+
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		v = PQgetisnull(r, 0, 0) ? 0 : atoll(PQgetvalue(r, 0, 0));
+	else
+		set_err(k, what, PQresultErrorMessage(r));
+	PQclear(r);
+	return v;
+}
+
+static long long schema_version(struct sink *k)
+{
+	long long has =
+		query_num(k, "SELECT (to_regclass('taskprobe.schema_version') IS NOT NULL)::int",
+			  "reading the schema version");
+
+	if (has <= 0)
+		return has;
+	return query_num(k, "SELECT max(version) FROM taskprobe.schema_version",
+			 "reading the schema version");
+}
+
+/*
+ * Migrates in one transaction under an advisory lock: a host migrating now is waited
+ * for, and the version is read again once the lock is ours.
+ */
+static int migrate(struct sink *k)
+{
+	long long v;
+	char sql[96];
+
+	if (exec(k, "BEGIN", "starting the migration") ||
+	    exec(k, "SELECT pg_advisory_xact_lock(" SINK_MIGRATION_LOCK ")",
+		 "waiting for another host's migration") ||
+	    exec(k,
+		 "CREATE SCHEMA IF NOT EXISTS taskprobe;"
+		 "CREATE TABLE IF NOT EXISTS taskprobe.schema_version (version integer NOT NULL);"
+		 "INSERT INTO taskprobe.schema_version SELECT 0 WHERE NOT EXISTS"
+		 " (SELECT 1 FROM taskprobe.schema_version)",
+		 "creating the schema"))
+		goto fail;
+	v = schema_version(k);
+	if (v < 0)
+		goto fail;
+	if (v > SINK_SCHEMA) {
+		snprintf(k->err, sizeof(k->err),
+			 "the fleet schema is version %lld, newer than this taskprobe's %d; "
+			 "upgrade taskprobe",
+			 v, SINK_SCHEMA);
+		goto fail;
+	}
+	for (; v < SINK_SCHEMA; v++) {
+		snprintf(sql, sizeof(sql), "UPDATE taskprobe.schema_version SET version = %lld",
+			 v + 1);
+		if (exec(k, migrations[v], "migrating the schema") ||
+		    exec(k, sql, "migrating the schema"))
+			goto fail;
+	}
+	return exec(k, "COMMIT", "committing the migration");
+fail:
+	PQclear(PQexec(k->conn, "ROLLBACK"));
+	return -1;
+}
+
+int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate_it)
+{
+	/* Ours first: a setting in the string itself wins over them; the passfile last. */
+	const char *kw[] = { "connect_timeout", "application_name", "dbname", "passfile", NULL };
+	const char *val[] = { "5", "taskprobe", conninfo, passfile, NULL };
+	long long v;
+
+	memset(k, 0, sizeof(*k));
+	if (!passfile || !*passfile)
+		kw[3] = NULL;
+	if (sink_check(conninfo, k->name, sizeof(k->name), k->err, sizeof(k->err)))
+		return -1;
+	k->conn = PQconnectdbParams(kw, val, 1);
+	if (!k->conn || PQstatus(k->conn) != CONNECTION_OK) {
+		set_err(k, "cannot connect", k->conn ? PQerrorMessage(k->conn) : "out of memory");
+		k->conn_lost = true;
+		return -1;
+	}
+	PQsetNoticeProcessor(k->conn, quiet_notice, NULL);
+	/* A server that takes a lock forever must not hold a shipper forever. */
+	if (exec(k, "SET statement_timeout = '60s'", "setting up"))
+		return -1;
+	if (migrate_it)
+		return migrate(k);
+	v = schema_version(k);
+	if (v < 0)
+		return -1;
+	if (v == 0)
+		snprintf(k->err, sizeof(k->err),
+			 "no taskprobe tables there yet: a host with 'sink =' in its config makes "
+			 "them when it ships");
+	else if (v != SINK_SCHEMA)
+		snprintf(k->err, sizeof(k->err),
+			 "the fleet schema is version %lld and this taskprobe reads %d; %s", v,
+			 SINK_SCHEMA,
+			 v > SINK_SCHEMA ? "upgrade taskprobe" : "a newer shipper upgrades it");
+	return v == SINK_SCHEMA ? 0 : -1;
+}
+
+void sink_close(struct sink *k)
+{
+	if (k->conn)
+		PQfinish(k->conn);
+	k->conn = NULL;
+}
+
+/* The task's row; its children join it by the tid that RETURNING gives. */
+static const char ship_task_sql[] =
+	"INSERT INTO taskprobe.tasks (host, id, start_ns, command, status, exit_status, wall_ns,"
+	" record, labels)"
+	" SELECT j->>'host', j->>'id', (j->>'start_ns')::bigint, j->>'command', j->>'status',"
+	" (j->>'exit_status')::bigint, (j->>'wall_ns')::bigint, j->>'record', j->'labels'"
+	" FROM (SELECT $1::jsonb AS j) d"
+	" ON CONFLICT (host, id, start_ns) DO NOTHING RETURNING tid";
+
+static const char ship_children_sql[] =
+	"WITH d AS (SELECT $1::bigint AS tid, $2::jsonb AS j),"
+	" m AS (INSERT INTO taskprobe.metrics (task, name, start_ns, value)"
+	"  SELECT d.tid, e.key, (d.j->>'start_ns')::bigint, e.value::double precision"
+	"  FROM d, jsonb_each_text(d.j->'metrics') e),"
+	" h AS (INSERT INTO taskprobe.histograms (task, name, unit, count, sum, slots)"
+	"  SELECT d.tid, x.name, x.unit, x.count, x.sum, x.slots FROM d,"
+	"  jsonb_to_recordset(d.j->'hists') AS x(name text, unit text, count bigint,"
+	"  sum bigint, slots bigint[])),"
+	" n AS (INSERT INTO taskprobe.net (task, host, names, address, port, name, start_ns,"
+	"  value)"
+	"  SELECT d.tid, x.host, string_to_array(x.host, ','), x.address, x.port, x.name,"
+	"  (d.j->>'start_ns')::bigint, x.value FROM d,"
+	"  jsonb_to_recordset(d.j->'net') AS x(host text, address text, port integer,"
+	"  name text, value double precision))"
+	" INSERT INTO taskprobe.series (task, seq, points, data)"
+	" SELECT d.tid, x.seq, x.points, decode(x.data, 'base64') FROM d,"
+	" jsonb_to_recordset(d.j->'series') AS x(seq integer, points integer, data text)";
+
+/* A failed statement: a task's own fault (its data) or the fleet's (anything else). */
+static int ship_failed(struct sink *k, PGresult *r, const char *what)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+	set_err(k, what, PQresultErrorMessage(r));
+	/* Class 22 (data exception) and 23 (integrity): this task, not the connection. */
+	k->conn_lost = PQstatus(k->conn) != CONNECTION_OK || !state ||
+		       (strncmp(state, "22", 2) && strncmp(state, "23", 2));
+	PQclear(r);
+	if (PQstatus(k->conn) == CONNECTION_OK)
+		PQclear(PQexec(k->conn, "ROLLBACK"));
+	return -1;
+}
+
+int sink_ship(struct sink *k, const char *doc)
+{
+	const char *params[2];
+	char tid[24];
+	PGresult *r;
+
+	k->conn_lost = false;
+	if (exec(k, "BEGIN", "starting a transaction"))
+		return -1;
+	params[0] = doc;
+	r = PQexecParams(k->conn, ship_task_sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		return ship_failed(k, r, "shipping a task");
+	if (PQntuples(r) == 0) {
+		/* Shipped before (this is a resend): the fleet's copy is whole. */
+		PQclear(r);
+		return exec(k, "ROLLBACK", "ending a transaction") ? -1 : 0;
+	}
+	snprintf(tid, sizeof(tid), "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	params[0] = tid;
+	params[1] = doc;
+	r = PQexecParams(k->conn, ship_children_sql, 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		return ship_failed(k, r, "shipping a task's figures");
+	PQclear(r);
+	return exec(k, "COMMIT", "committing a task") ? -1 : 1;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The fleet store: one PostgreSQL that every host's shipper sends its ended tasks to
+ * (schema "taskprobe", versioned, migrated under an advisory lock), and that the
+ * queries read with --db postgresql://... A connection string never holds a password
+ * (libpq reads it from a .pgpass file), and no message shows one.
+ */
+#ifndef TP_SINK_H
+#define TP_SINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#define SINK_SCHEMA 1
+
+struct pg_conn; /* libpq's PGconn */
+
+struct sink {
+	struct pg_conn *conn;
+	char name[256]; /* postgresql://user@host:port/db: what messages call it */
+	char err[512];	/* the last error, one line, without the name */
+	bool conn_lost; /* the last error was the connection's, not one task's */
+};
+
+/* A libpq URI (postgresql://, postgres://) or "keyword=value ..." string. */
+bool sink_is_conninfo(const char *s);
+/*
+ * Parses a connection string and refuses one that holds a password. Its display name
+ * (never a password) goes to name unless NULL. 0, or -EINVAL with why said in why.
+ */
+int sink_check(const char *conninfo, char *name, size_t nlen, char *why, size_t wlen);
+/*
+ * Connects (passfile: a .pgpass file, "" or NULL for libpq's own PGPASSFILE or
+ * ~/.pgpass), then brings the schema to SINK_SCHEMA when migrate, else checks it.
+ * 0, or -1 with k->err set; k->name is set either way.
+ */
+int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate);
+void sink_close(struct sink *k);
+/*
+ * Ships one task's document (store__ship_doc) in a transaction of its own: 1 when it
+ * was new, 0 when the fleet already had it (host, id and start are its key), -1 with
+ * k->err set (k->conn_lost when the connection failed rather than the task).
+ */
+int sink_ship(struct sink *k, const char *doc);
+
+#endif /* TP_SINK_H */
