@@ -142,7 +142,7 @@ test: $(BIN) $(TESTBIN) $(HELPERS) $(SYNTH)
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
 FUZZ_FLAGS   := -g -O1 -std=gnu11 -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' -Iinclude -Iuser \
-		-I$(BPFOUT) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+		-I$(BPFOUT) -I$(PQINC) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
 build/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) | $(SKEL)
 	$(call msg,FUZZ,$@)

@@ -4,7 +4,10 @@
  * local stores) ship to one PostgreSQL of the test's own, and the fleet's answers are
  * the hosts' answers added up, whatever the sink did meanwhile.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,15 +344,22 @@ TEST(TIER_E2E, fleet_outage_keeps_tasks_and_ships_each_once)
 	}
 }
 
-/* Waits (20 s at most) until the SQL's one number is at least want. */
-static bool wait_num(const struct lab *l, const char *sql, long want)
+/* Waits (secs at most) until the SQL's one number is at least want. */
+static bool wait_num_for(const struct lab *l, const char *sql, long want, int secs)
 {
-	for (int i = 0; i < 400; i++) {
+	__u64 end = tp_now_ns() + (__u64)secs * 1000000000ULL;
+
+	while (tp_now_ns() < end) {
 		if (psql_num(l, sql) >= want)
 			return true;
 		usleep(50000);
 	}
 	return false;
+}
+
+static bool wait_num(const struct lab *l, const char *sql, long want)
+{
+	return wait_num_for(l, sql, want, 20);
 }
 
 TEST(TIER_E2E, fleet_shipper_killed_mid_transaction_loses_nothing)
@@ -591,4 +601,113 @@ TEST(TIER_E2E, fleet_migration_waits_for_another_host)
 		  "schema version 1");
 	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.schema_version"), 1, "one row");
 	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2, "both tasks");
+}
+
+/* GET http://127.0.0.1:port/metrics: the body, or "" */
+static const char *metrics_of(int port, struct tu_result *r)
+{
+	char url[64];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	tu_run((char *[]){ "curl", "-s", "--max-time", "10", url, NULL }, r, 30);
+	return r->out ? r->out : "";
+}
+
+/* The value of an unlabelled sample "NAME V" in Prometheus text, or -1. */
+static double prom_value(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &len))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
+{
+	char sock[512], log[512], listen[64], cmd[3072], id[32];
+	struct tu_result r;
+	struct host h;
+	struct lab l;
+	const char *m;
+	pid_t d;
+	int hport = free_port();
+
+	if (!lab_up(&l))
+		return;
+	host_init(&h, &l, "worker-d", "m5.large", NULL, NULL);
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("daemon.sock"));
+	snprintf(log, sizeof(log), "%s", tu_tmp("daemon.log"));
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	snprintf(cmd, sizeof(cmd), "exec %s daemon --config %s --socket=%s --listen=%s 2>%s",
+		 tu_bin(), h.conf, sock, listen, log);
+	d = tu_spawn((char *[]){ "/bin/sh", "-c", cmd, NULL });
+	for (int i = 0; i < 1000 && access(sock, F_OK); i++)
+		usleep(10000);
+	ASSERT_OK(access(sock, F_OK), "the daemon listens");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "d-%d", i);
+		tu_tp(&r, 60, "run", "--quiet", "--id", id, "--", "/bin/true", NULL);
+		ASSERT_EQ(r.status, 0, "a run through the daemon");
+	}
+	CHECK(wait_num(&l, "SELECT count(*) FROM taskprobe.tasks", 3),
+	      "the daemon's shipper sent its tasks: %ld",
+	      psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"));
+	m = metrics_of(hport, &r);
+	ASSERT_EQ(prom_value(m, "taskprobe_sink_backlog_tasks"), 0, "/metrics: no backlog");
+	ASSERT_EQ(prom_value(m, "taskprobe_sink_shipped_total"), 3, "/metrics: shipped");
+
+	ASSERT_OK(tu_pglab_ctl(l.dir, "stop"), "PostgreSQL stopped");
+	for (int i = 3; i < 5; i++) {
+		snprintf(id, sizeof(id), "d-%d", i);
+		tu_tp(&r, 60, "run", "--quiet", "--id", id, "--", "/bin/true", NULL);
+		ASSERT_EQ(r.status, 0, "a run while the sink is away");
+	}
+	for (int i = 0; i < 200; i++) {
+		m = metrics_of(hport, &r);
+		if (prom_value(m, "taskprobe_sink_backlog_tasks") == 2 &&
+		    strstr(m, "taskprobe_sink_last_error_info{"))
+			break;
+		usleep(50000);
+	}
+	ASSERT_EQ(prom_value(m, "taskprobe_sink_backlog_tasks"), 2, "/metrics: the backlog");
+	CHECK(strstr(m, "taskprobe_sink_last_error_info{sink=\"postgresql://tp@") &&
+		      strstr(m, "cannot connect"),
+	      "/metrics: the last error: %s", m);
+	no_secret(&r, l.pw, "/metrics");
+
+	ASSERT_OK(tu_pglab_ctl(l.dir, "start"), "PostgreSQL back");
+	/* The shipper retries on its own, after its backoff (at most 60 s). */
+	CHECK(wait_num_for(&l, "SELECT count(*) FROM taskprobe.tasks", 5, 70),
+	      "every task arrived: %ld", psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"));
+	ASSERT_EQ(psql_num(&l, "SELECT count(DISTINCT id) FROM taskprobe.tasks"), 5, "each once");
+	kill(d, SIGTERM);
+	waitpid(d, NULL, 0);
+	unsetenv("TASKPROBE_CONTROL");
+	{
+		char *text = NULL;
+
+		ASSERT_TRUE(tp_slurp(log, "log", true, &text) >= 0, "the daemon's log");
+		CHECK(text && !strstr(text, l.pw), "the daemon's log has no password: %s", text);
+		CHECK(text && strstr(text, "kept locally"), "the log says tasks wait: %s", text);
+		free(text);
+	}
+	ASSERT_EQ(waiting(h.db), 0, "the outbox is empty");
 }

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "rules.h"
 #include "series.h"
+#include "sink.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -24,6 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config_parse(&c, "fuzz.conf", text);
 	if (c.retain_days < 1 || c.max_db_mb < 1 || c.db[0] != '/')
 		__builtin_trap();
+	/* A sink the parser took is one the shipper takes: never one with a password. */
+	{
+		char why[320];
+
+		if (c.sink[0] && sink_check(c.sink, NULL, 0, why, sizeof(why)))
+			__builtin_trap();
+	}
 	/* The same text as a rule line, compiled or refused; then matched against itself. */
 	{
 		static struct rules rs;

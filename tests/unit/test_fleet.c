@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests of the fleet store's pieces: connection strings, globs, base64, the outbox. */
+#include <fnmatch.h>
+#include <regex.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "harness.h"
+#include "json.h"
+#include "pgstore.h"
+#include "sink.h"
+#include "store.h"
+#include "testutil.h"
+#include "util.h"
+
+TEST(TIER_UNIT, base64_rfc4648_vectors)
+{
+	static const char *const in[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+	static const char *const out[] = { "",	       "Zg==",	   "Zm8=",    "Zm9v",
+					   "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
+	char buf[16];
+
+	for (size_t i = 0; i < ARRAY_SIZE(in); i++) {
+		ASSERT_EQ(tp_base64_len(strlen(in[i])), strlen(out[i]) + 1, "length");
+		tp_base64(in[i], strlen(in[i]), buf);
+		ASSERT_STREQ(buf, out[i], in[i]);
+	}
+}
+
+/* The regular expression a glob becomes matches what glibc's fnmatch says it matches. */
+TEST(TIER_UNIT, glob_regex_agrees_with_fnmatch)
+{
+	static const char *const globs[] = { "*.s3.amazonaws.com",
+					     "10.0.*",
+					     "worker-[ab]",
+					     "worker-[^a]",
+					     "a+b(c)",
+					     "?",
+					     "*",
+					     "h.x",
+					     "[a-c]*z",
+					     "s3.*.amazonaws.com",
+					     "*[.]*",
+					     "^$|" };
+	static const char *const names[] = { "b.s3.amazonaws.com",
+					     "s3.amazonaws.com",
+					     "10.0.1.2",
+					     "10.1.0.2",
+					     "worker-a",
+					     "worker-b",
+					     "worker-c",
+					     "a+b(c)",
+					     "aab(c)",
+					     "x",
+					     "",
+					     "hax",
+					     "h.x",
+					     "bz",
+					     "dz",
+					     "s3.eu.amazonaws.com",
+					     "^$|",
+					     "a.b" };
+	char re[256];
+
+	for (size_t g = 0; g < ARRAY_SIZE(globs); g++) {
+		regex_t rx;
+
+		ASSERT_OK(pgstore_glob_regex(globs[g], re, sizeof(re)), globs[g]);
+		if (!CHECK(!regcomp(&rx, re, REG_EXTENDED | REG_NOSUB), "regcomp '%s'", re))
+			continue;
+		for (size_t n = 0; n < ARRAY_SIZE(names); n++) {
+			bool want = !fnmatch(globs[g], names[n], 0);
+			bool got = !regexec(&rx, names[n], 0, NULL, 0);
+
+			CHECK(want == got, "glob '%s' (regex '%s') on '%s': %d, fnmatch %d",
+			      globs[g], re, names[n], got, want);
+		}
+		regfree(&rx);
+	}
+	ASSERT_EQ(pgstore_glob_regex("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", re, 16), -ENOSPC,
+		  "too long for the buffer");
+}
+
+TEST(TIER_UNIT, sink_strings_never_hold_a_password)
+{
+	static const char *const good[] = { "postgresql://tp@db.example/fleet",
+					    "postgres://tp@10.0.0.1:5433/fleet?sslmode=require",
+					    "host=/run/pg port=5432 user=tp dbname=fleet",
+					    "postgresql:///fleet" };
+	static const char *const with_pw[] = {
+		"postgresql://tp:hunter2secret@db/fleet",
+		"postgresql://tp@db/fleet?password=hunter2secret",
+		"host=db user=tp password=hunter2secret dbname=fleet",
+		"host=db password = 'hunter2secret'",
+	};
+	static const char *const broken[] = { "host=db password=hunter2secret junk",
+					      "postgresql://tp:hunter2secret@[::1/fleet",
+					      "host='hunter2secret" };
+	static const char *const not_pg[] = { "/var/lib/taskprobe/taskprobe.db", "fleet.db",
+					      "mysql://db/fleet", "" };
+	char name[256], why[512];
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		ASSERT_TRUE(sink_is_conninfo(good[i]), good[i]);
+		CHECK(!sink_check(good[i], name, sizeof(name), why, sizeof(why)), "%s: %s", good[i],
+		      why);
+	}
+	ASSERT_STREQ((sink_check(good[1], name, sizeof(name), why, sizeof(why)), name),
+		     "postgresql://tp@10.0.0.1:5433/fleet", "the display name");
+	for (size_t i = 0; i < ARRAY_SIZE(with_pw); i++) {
+		ASSERT_EQ(sink_check(with_pw[i], name, sizeof(name), why, sizeof(why)), -EINVAL,
+			  with_pw[i]);
+		CHECK(strstr(why, "holds a password") && !strstr(why, "hunter2"), "%s: %s",
+		      with_pw[i], why);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(broken); i++) {
+		ASSERT_EQ(sink_check(broken[i], name, sizeof(name), why, sizeof(why)), -EINVAL,
+			  broken[i]);
+		CHECK(!strstr(why, "hunter2") && !strchr(why, '\n'), "%s: %s", broken[i], why);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(not_pg); i++)
+		ASSERT_FALSE(sink_is_conninfo(not_pg[i]), not_pg[i]);
+}
+
+TEST(TIER_UNIT, config_sink_lines)
+{
+	struct config c;
+
+	config_defaults(&c);
+	ASSERT_STREQ(c.sink, "", "off by default");
+	ASSERT_OK(config_parse(&c, "t.conf",
+			       "sink = postgresql://tp@db/fleet\nsink_passfile = /etc/tp.pgpass\n"),
+		  "a sink");
+	ASSERT_STREQ(c.sink, "postgresql://tp@db/fleet", "sink");
+	ASSERT_STREQ(c.sink_passfile, "/etc/tp.pgpass", "sink_passfile");
+	ASSERT_OK(config_parse(&c, "t.conf", "sink = off\n"), "off");
+	ASSERT_STREQ(c.sink, "", "sink = off");
+	ASSERT_EQ(config_parse(&c, "t.conf", "sink = postgresql://tp:pw@db/fleet\n"), -EINVAL,
+		  "a password in the sink");
+	ASSERT_EQ(config_parse(&c, "t.conf", "sink = /var/fleet.db\n"), -EINVAL, "a path");
+	ASSERT_EQ(config_parse(&c, "t.conf", "sink_passfile = relative\n"), -EINVAL,
+		  "a relative passfile");
+}
+
+static long count_rows(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	long n = -1;
+
+	if (sqlite3_open(path, &db) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return n;
+}
+
+/* Retention keeps a waiting task while a sink is configured, and not after. */
+TEST(TIER_UNIT, outbox_survives_retention_and_ships_whole)
+{
+	const char *path = tu_tmp("outbox.db");
+	struct store *s = store__open(path, true, (gid_t)-1);
+	__s64 tids[8];
+	char *doc = NULL;
+	sqlite3 *db;
+	struct json *j;
+
+	if (!ASSERT_NOT_NULL(s, "a store"))
+		return;
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "open");
+	ASSERT_EQ(
+		sqlite3_exec(
+			db,
+			"INSERT INTO tasks (id, host, command, status, exit_status, start_ns,"
+			" wall_ns, record, ship) VALUES"
+			" ('old-waiting', 'h1', '[\"true\"]', 'exited', 0, 1, 5, '{}', 1),"
+			" ('old-shipped', 'h1', '[\"true\"]', 'exited', 0, 2, 5, '{}', 0),"
+			" ('old-no-sink', 'h1', '[\"true\"]', 'exited', 0, 3, 5, '{}', NULL);"
+			"INSERT INTO metrics VALUES (1, 'proc.execs', 3), (1, 'cpu.time_ns', 1.5);"
+			"INSERT INTO labels VALUES (1, 'host', 'h1'), (1, 'job', 'a\"b');"
+			"INSERT INTO net VALUES (1, 'a.example,b.example', '10.0.0.1', 443,"
+			" 'net.tcp.connect_failures', 2);"
+			"INSERT INTO series VALUES (1, 0, 2, x'00ff10');",
+			NULL, NULL, NULL),
+		SQLITE_OK, "three old tasks");
+	sqlite3_close(db);
+	ASSERT_EQ(store__outbox(s, 0, tids, 8), 1, "one waits");
+	ASSERT_OK(store__ship_doc(s, tids[0], &doc), "its document");
+	j = doc ? json_parse(doc, strlen(doc), NULL, 0) : NULL;
+	if (ASSERT_NOT_NULL(j, "the document is JSON")) {
+		ASSERT_STREQ(json_str(j, "id"), "old-waiting", "id");
+		ASSERT_STREQ(json_str(j, "host"), "h1", "host");
+		ASSERT_EQ(json_num(j, "start_ns"), 1, "start_ns");
+		ASSERT_EQ(json_num(json_get(j, "metrics"), "proc.execs"), 3, "a metric");
+		ASSERT_TRUE(json_num(json_get(j, "metrics"), "cpu.time_ns") == 1.5, "a fraction");
+		ASSERT_STREQ(json_str(json_get(j, "labels"), "job"), "a\"b", "a quoted label");
+		ASSERT_STREQ(json_str(json_at(json_get(j, "net"), 0), "host"),
+			     "a.example,b.example", "an endpoint's names");
+		ASSERT_STREQ(json_str(json_at(json_get(j, "series"), 0), "data"), "AP8Q",
+			     "a series block in base64");
+		ASSERT_EQ(json_len(json_get(j, "hists")), 0, "no histograms");
+	}
+	json_free(j);
+	free(doc);
+
+	store__set_outbox(s, true);
+	ASSERT_OK(store__retain(s, 1, 1024), "retention with a sink");
+	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 1, "only the waiting one stays");
+	ASSERT_OK(store__outbox_done(s, tids[0], false), "shipped");
+	ASSERT_EQ(store__outbox(s, 0, tids, 8), 0, "none waits");
+	ASSERT_OK(store__retain(s, 1, 1024), "retention again");
+	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 0, "then it goes too");
+	store__close(s);
+}
+
+TEST(TIER_UNIT, outbox_without_a_sink_is_retired_as_usual)
+{
+	const char *path = tu_tmp("nosink.db");
+	struct store *s = store__open(path, true, (gid_t)-1);
+	sqlite3 *db;
+
+	if (!ASSERT_NOT_NULL(s, "a store"))
+		return;
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "open");
+	sqlite3_exec(db,
+		     "INSERT INTO tasks (id, host, command, status, start_ns, ship) VALUES"
+		     " ('w', 'h', '[]', 'exited', 1, 1)",
+		     NULL, NULL, NULL);
+	sqlite3_close(db);
+	/* The sink was removed from the config: nothing would ever ship it. */
+	ASSERT_OK(store__retain(s, 1, 1024), "retention without a sink");
+	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 0, "retired");
+	store__close(s);
+}
