@@ -12,24 +12,24 @@
 #include "util.h"
 
 static const char ship_usage[] =
-	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N]\n"
+	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N] [--backfill]\n"
 	"Sends the stored tasks that wait for the config's sink (a fleet PostgreSQL) now,\n"
 	"oldest first, whatever the backoff; the daemon and each run do it on their own.\n"
-	"  --max N         at most N tasks (default: all)\n";
+	"  --max N         at most N tasks (default: all)\n"
+	"  --backfill      the tasks stored before the sink was configured go too\n";
 
 int cmd_ship(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "db", required_argument, NULL, 'd' },
-		{ "max", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{ "config", required_argument, NULL, 'c' }, { "db", required_argument, NULL, 'd' },
+		{ "max", required_argument, NULL, 'm' },    { "backfill", no_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },	    { 0 },
 	};
 	const char *config = NULL, *db = NULL, *env = getenv("TASKPROBE_DB");
 	struct ship_result res;
 	struct config cfg;
 	struct store *s;
+	bool backfill = false;
 	__u64 max = 0;
 	int opt, rc;
 
@@ -49,6 +49,9 @@ int cmd_ship(int argc, char **argv)
 				       optarg);
 				return 2;
 			}
+			break;
+		case 'b':
+			backfill = true;
 			break;
 		case 'h':
 			fputs(ship_usage, stdout);
@@ -79,6 +82,15 @@ int cmd_ship(int argc, char **argv)
 	if (!s)
 		return 1;
 	store__set_outbox(s, true);
+	if (backfill) {
+		rc = store__outbox_backfill(s);
+		if (rc < 0) {
+			store__close(s);
+			return 1;
+		}
+		printf("%d task%s stored before the sink now wait%s too\n", rc, rc == 1 ? "" : "s",
+		       rc == 1 ? "s" : "");
+	}
 	rc = ship_round(s, &cfg, (long)max, 0, true, &res);
 	if (rc)
 		tp_err("sink %s: %s; %ld task%s kept locally", res.sink, res.error, res.waiting,

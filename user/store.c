@@ -1166,6 +1166,14 @@ int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
 	return step < 0 ? step : got;
 }
 
+int store__outbox_backfill(struct store *s)
+{
+	int err = run_stmt(
+		s, "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'", "");
+
+	return err ? err : sqlite3_changes(s->db);
+}
+
 int store__outbox_done(struct store *s, __s64 tid, bool refused)
 {
 	return run_stmt(s, "UPDATE tasks SET ship = ? WHERE tid = ? AND ship = 1", "ii",

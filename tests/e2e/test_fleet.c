@@ -711,3 +711,60 @@ TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 	}
 	ASSERT_EQ(waiting(h.db), 0, "the outbox is empty");
 }
+
+/* The shipped Prometheus files load in Prometheus' own checker, paths made the test's. */
+TEST(TIER_E2E, fleet_prometheus_configs_check)
+{
+	char dir[512], cmd[4096];
+	struct tu_result r;
+
+	if (access("/usr/bin/promtool", X_OK)) {
+		tp_skip("no /usr/bin/promtool: scripts/deps.sh installs Debian's prometheus");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s", tu_tmp("prom"));
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir -p %s/hosts; echo token-of-the-test > %s/token;"
+		 " echo '[{\"targets\": [\"127.0.0.1:9464\"]}]' > %s/hosts/a.json;"
+		 " sed -e 's|/etc/prometheus/taskprobe.token|%s/token|'"
+		 " -e 's|/etc/prometheus/taskprobe-hosts|%s/hosts|' scripts/prometheus/fleet.yml"
+		 " > %s/fleet.yml; cp scripts/prometheus/taskprobe-rules.yml %s/;"
+		 " promtool check config %s/fleet.yml; promtool check config"
+		 " scripts/prometheus/federate.yml; promtool check rules %s/taskprobe-rules.yml",
+		 dir, dir, dir, dir, dir, dir, dir, dir, dir);
+	tu_run((char *[]){ "/bin/sh", "-c", cmd, NULL }, &r, 60);
+	CHECK(r.status == 0, "promtool: %s %s", r.out, r.err);
+	CHECK(strstr(r.out, "SUCCESS: 4 rules found") != NULL, "the rules: %s", r.out);
+}
+
+TEST(TIER_E2E, fleet_backfill_ships_tasks_stored_before_the_sink)
+{
+	struct tu_result r;
+	struct host h, nosink;
+	struct lab l;
+	char text[1024];
+
+	if (!lab_up(&l))
+		return;
+	host_init(&h, &l, "worker-f", "m5.large", NULL, NULL);
+	/* The same store, before the sink was in its config. */
+	nosink = h;
+	snprintf(nosink.conf, sizeof(nosink.conf), "%s", tu_tmp("nosink.conf"));
+	snprintf(text, sizeof(text), "db = %s\n", h.db);
+	tu_write_file(nosink.conf, text);
+	ASSERT_EQ(run_task(&nosink, "old-1", 1, 0, &r), 0, "a task before the sink");
+	ASSERT_EQ(run_task(&nosink, "old-2", 2, 0, &r), 0, "another");
+	ASSERT_EQ(waiting(h.db), 0, "without a sink nothing waits");
+	ASSERT_EQ(ship(&h, &r), 0, "ship without --backfill");
+	CHECK(strstr(r.out, "shipped 0 tasks") != NULL, "the old ones stay local: %s", r.out);
+	on_host(&h, &r, (char *[]){ "ship", "--backfill", "--config", (char *)h.conf, NULL });
+	ASSERT_EQ(r.status, 0, "ship --backfill");
+	CHECK(strstr(r.out, "2 tasks stored before the sink now wait too") &&
+		      strstr(r.out, "shipped 2 tasks"),
+	      "both shipped: %s", r.out);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks WHERE host = 'worker-f'"), 2,
+		  "in the fleet");
+	ASSERT_EQ(
+		psql_num(&l, "SELECT sum(value) FROM taskprobe.metrics WHERE name = 'proc.execs'"),
+		2 + 3, "their execs: bash and its /bin/true");
+}
