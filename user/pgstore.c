@@ -37,10 +37,14 @@ static void p_num(struct params *p, long long v)
 
 static PGresult *query(struct sink *k, const char *sql, const struct params *p, int binary)
 {
-	PGresult *r = PQexecParams(k->conn, sql, p->n, NULL, p->v, NULL, NULL, binary);
+	PGresult *r = sink_run(k, sql, p->n, p->v, binary);
 
-	if (PQresultStatus(r) == PGRES_TUPLES_OK)
+	if (r && PQresultStatus(r) == PGRES_TUPLES_OK)
 		return r;
+	if (!r) {
+		tp_err("fleet %s: reading: no answer within %d s", k->name, k->timeout_s);
+		return NULL;
+	}
 	{
 		char line[400];
 		const char *m = PQresultErrorMessage(r);
@@ -318,13 +322,22 @@ int pgstore__count(struct sink *k, const char *metric, const struct store_filter
 {
 	bool remote = host && store__remote_metric(metric);
 	bool join = by || f->nlabels || (host && !remote);
-	char sql[2048], re[512], *labels = NULL;
+	char sql[2048], re[512], names_re[520], *labels = NULL;
 	struct params p = { 0 };
 	PGresult *r;
 
 	if (host && pgstore_glob_regex(host, re, sizeof(re))) {
 		tp_err("fleet %s: --host: the glob is too long", k->name);
 		return -EIO;
+	}
+	/*
+	 * An endpoint's names are comma-separated: ",NAMES," searched for ",GLOB,", as
+	 * the local store's GLOB does it (the regex without its anchors).
+	 */
+	if (host) {
+		re[strlen(re) - 1] = '\0';
+		snprintf(names_re, sizeof(names_re), ",%s,", re + 1);
+		re[strlen(re)] = '$';
 	}
 	p_text(&p, metric);
 	p_num(&p, f->since_ns);
@@ -338,16 +351,19 @@ int pgstore__count(struct sink *k, const char *metric, const struct store_filter
 		 * that tasks counts tasks; an endpoint matches by any of its names.
 		 */
 		p_text(&p, re);
+		p_text(&p, names_re);
 		cat(sql, sizeof(sql),
 		    "(SELECT n.task, sum(n.value) AS value FROM taskprobe.net n"
 		    " WHERE n.name = $1 AND n.start_ns >= $2 AND (n.address ~ $%d OR"
-		    " EXISTS (SELECT 1 FROM unnest(n.names) x WHERE x ~ $%d)) GROUP BY n.task) m",
-		    p.n, p.n);
+		    " (',' || n.host || ',') ~ $%d) GROUP BY n.task) m",
+		    p.n - 1, p.n);
 	} else {
 		cat(sql, sizeof(sql), "taskprobe.metrics m");
 	}
+	/* The task's start bounds the join too: the planner then reads half the tasks. */
 	if (join)
-		cat(sql, sizeof(sql), " JOIN taskprobe.tasks t ON t.tid = m.task");
+		cat(sql, sizeof(sql),
+		    " JOIN taskprobe.tasks t ON t.tid = m.task AND t.start_ns >= $2");
 	cat(sql, sizeof(sql), remote ? " WHERE true" : " WHERE m.name = $1 AND m.start_ns >= $2");
 	if (f->nlabels) {
 		labels = labels_json(f);

@@ -50,7 +50,9 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 	}
 	if (!st.waiting && !force)
 		return 0;
-	if (sink_open(&k, cfg->sink, cfg->sink_passfile, true)) {
+	/* A run's few seconds bound each statement too; else a minute. */
+	if (sink_open(&k, cfg->sink, cfg->sink_passfile, true,
+		      budget_ns ? (int)(budget_ns / NS_PER_S) + 1 : 60)) {
 		snprintf(res->sink, sizeof(res->sink), "%s", k.name);
 		snprintf(res->error, sizeof(res->error), "%s", k.err);
 		sink_close(&k);

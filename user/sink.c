@@ -2,6 +2,7 @@
 /* The fleet's PostgreSQL: connection strings, the schema and its migrations, shipping. */
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
  * Each entry moves the fleet schema one version forward; never edit a shipped one.
  * Labels are a jsonb column (GIN: --label filters; ->> for --by), the figures that
  * count sums carry their task's start, so that a metric over a week is one range
- * of its (name, start) index, and remote hosts keep their names as an array.
+ * of its (name, start) index.
  */
 static const char *const migrations[SINK_SCHEMA] = {
 	/* 1: tasks with their labels, figures, histograms, remote hosts, series */
@@ -39,7 +40,7 @@ static const char *const migrations[SINK_SCHEMA] = {
 	" count bigint NOT NULL, sum bigint NOT NULL, slots bigint[] NOT NULL,"
 	" PRIMARY KEY (task, name));"
 	"CREATE TABLE taskprobe.net (task bigint NOT NULL"
-	" REFERENCES taskprobe.tasks ON DELETE CASCADE, host text NOT NULL, names text[] NOT NULL,"
+	" REFERENCES taskprobe.tasks ON DELETE CASCADE, host text NOT NULL,"
 	" address text NOT NULL, port integer NOT NULL, name text NOT NULL,"
 	" start_ns bigint NOT NULL, value double precision NOT NULL,"
 	" PRIMARY KEY (task, host, address, port, name));"
@@ -160,15 +161,78 @@ static void set_err(struct sink *k, const char *what, const char *msg)
 	snprintf(k->err, sizeof(k->err), "%s: %s", what, line[0] ? line : "unknown error");
 }
 
+/* Until a result can be read without blocking: 0, or -1 at the deadline. */
+static int wait_ready(struct sink *k, __u64 deadline)
+{
+	while (PQisBusy(k->conn)) {
+		struct pollfd p = { .fd = PQsocket(k->conn), .events = POLLIN };
+		__u64 now = tp_now_ns();
+
+		if (now >= deadline)
+			return -1;
+		if (poll(&p, 1, (int)((deadline - now) / 1000000) + 1) < 0 && errno != EINTR)
+			return 0;
+		/* A broken connection: PQgetResult now says why. */
+		if (!PQconsumeInput(k->conn))
+			return 0;
+	}
+	return 0;
+}
+
+PGresult *sink_run(struct sink *k, const char *sql, int n, const char *const *params, int binary)
+{
+	__u64 deadline = tp_now_ns() + (__u64)k->timeout_s * 1000000000ULL;
+	PGresult *r, *keep = NULL;
+	int sent;
+
+	if (!k->conn)
+		return NULL;
+	/* Several statements in one string go by the simple protocol. */
+	sent = n || binary ? PQsendQueryParams(k->conn, sql, n, NULL, params, NULL, NULL, binary)
+			   : PQsendQuery(k->conn, sql);
+	if (!sent)
+		return PQmakeEmptyPGresult(k->conn, PGRES_FATAL_ERROR);
+	for (;;) {
+		if (wait_ready(k, deadline)) {
+			/* A server that answers nothing: the connection goes, the caller retries. */
+			PQclear(keep);
+			PQfinish(k->conn);
+			k->conn = NULL;
+			k->conn_lost = true;
+			return NULL;
+		}
+		r = PQgetResult(k->conn);
+		if (!r)
+			break;
+		/* The last result, unless an earlier one was an error. */
+		if (keep && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+			PQclear(r);
+		} else {
+			PQclear(keep);
+			keep = r;
+		}
+	}
+	return keep ? keep : PQmakeEmptyPGresult(k->conn, PGRES_FATAL_ERROR);
+}
+
+/* A failed or unanswered statement said in k->err as "what: why". */
+static void result_err(struct sink *k, PGresult *r, const char *what)
+{
+	if (r)
+		set_err(k, what, PQresultErrorMessage(r));
+	else
+		snprintf(k->err, sizeof(k->err), "%s: no answer within %d s", what, k->timeout_s);
+}
+
 /* Runs a statement of no parameters; 0, or -1 with k->err set. */
 static int exec(struct sink *k, const char *sql, const char *what)
 {
-	PGresult *r = PQexec(k->conn, sql);
+	PGresult *r = sink_run(k, sql, 0, NULL, 0);
 	ExecStatusType st = PQresultStatus(r);
-	int err = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : -1;
+	int err = r && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : -1;
 
 	if (err) {
-		set_err(k, what, PQresultErrorMessage(r));
+		result_err(k, r, what);
 		k->conn_lost = true;
 	}
 	PQclear(r);
@@ -178,13 +242,13 @@ static int exec(struct sink *k, const char *sql, const char *what)
 /* The one value of a one-row query, or -1 with k->err set. */
 static long long query_num(struct sink *k, const char *sql, const char *what)
 {
-	PGresult *r = PQexec(k->conn, sql);
+	PGresult *r = sink_run(k, sql, 0, NULL, 0);
 	long long v = -1;
 
-	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+	if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
 		v = PQgetisnull(r, 0, 0) ? 0 : atoll(PQgetvalue(r, 0, 0));
 	else
-		set_err(k, what, PQresultErrorMessage(r));
+		result_err(k, r, what);
 	PQclear(r);
 	return v;
 }
@@ -239,18 +303,21 @@ static int migrate(struct sink *k)
 	}
 	return exec(k, "COMMIT", "committing the migration");
 fail:
-	PQclear(PQexec(k->conn, "ROLLBACK"));
+	PQclear(sink_run(k, "ROLLBACK", 0, NULL, 0));
 	return -1;
 }
 
-int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate_it)
+int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate_it,
+	      int timeout_s)
 {
 	/* Ours first: a setting in the string itself wins over them; the passfile last. */
 	const char *kw[] = { "connect_timeout", "application_name", "dbname", "passfile", NULL };
 	const char *val[] = { "5", "taskprobe", conninfo, passfile, NULL };
+	char sql[64];
 	long long v;
 
 	memset(k, 0, sizeof(*k));
+	k->timeout_s = timeout_s > 0 ? timeout_s : 60;
 	if (!passfile || !*passfile)
 		kw[3] = NULL;
 	if (sink_check(conninfo, k->name, sizeof(k->name), k->err, sizeof(k->err)))
@@ -263,7 +330,8 @@ int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool m
 	}
 	PQsetNoticeProcessor(k->conn, quiet_notice, NULL);
 	/* A server that takes a lock forever must not hold a shipper forever. */
-	if (exec(k, "SET statement_timeout = '60s'", "setting up"))
+	snprintf(sql, sizeof(sql), "SET statement_timeout = '%ds'", k->timeout_s);
+	if (exec(k, sql, "setting up"))
 		return -1;
 	if (migrate_it)
 		return migrate(k);
@@ -307,9 +375,8 @@ static const char ship_children_sql[] =
 	"  SELECT d.tid, x.name, x.unit, x.count, x.sum, x.slots FROM d,"
 	"  jsonb_to_recordset(d.j->'hists') AS x(name text, unit text, count bigint,"
 	"  sum bigint, slots bigint[])),"
-	" n AS (INSERT INTO taskprobe.net (task, host, names, address, port, name, start_ns,"
-	"  value)"
-	"  SELECT d.tid, x.host, string_to_array(x.host, ','), x.address, x.port, x.name,"
+	" n AS (INSERT INTO taskprobe.net (task, host, address, port, name, start_ns, value)"
+	"  SELECT d.tid, x.host, x.address, x.port, x.name,"
 	"  (d.j->>'start_ns')::bigint, x.value FROM d,"
 	"  jsonb_to_recordset(d.j->'net') AS x(host text, address text, port integer,"
 	"  name text, value double precision))"
@@ -320,15 +387,15 @@ static const char ship_children_sql[] =
 /* A failed statement: a task's own fault (its data) or the fleet's (anything else). */
 static int ship_failed(struct sink *k, PGresult *r, const char *what)
 {
-	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 
-	set_err(k, what, PQresultErrorMessage(r));
+	result_err(k, r, what);
 	/* Class 22 (data exception) and 23 (integrity): this task, not the connection. */
 	k->conn_lost = PQstatus(k->conn) != CONNECTION_OK || !state ||
 		       (strncmp(state, "22", 2) && strncmp(state, "23", 2));
 	PQclear(r);
-	if (PQstatus(k->conn) == CONNECTION_OK)
-		PQclear(PQexec(k->conn, "ROLLBACK"));
+	if (k->conn && PQstatus(k->conn) == CONNECTION_OK)
+		PQclear(sink_run(k, "ROLLBACK", 0, NULL, 0));
 	return -1;
 }
 
@@ -342,8 +409,8 @@ int sink_ship(struct sink *k, const char *doc)
 	if (exec(k, "BEGIN", "starting a transaction"))
 		return -1;
 	params[0] = doc;
-	r = PQexecParams(k->conn, ship_task_sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+	r = sink_run(k, ship_task_sql, 1, params, 0);
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
 		return ship_failed(k, r, "shipping a task");
 	if (PQntuples(r) == 0) {
 		/* Shipped before (this is a resend): the fleet's copy is whole. */
@@ -354,8 +421,8 @@ int sink_ship(struct sink *k, const char *doc)
 	PQclear(r);
 	params[0] = tid;
 	params[1] = doc;
-	r = PQexecParams(k->conn, ship_children_sql, 2, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+	r = sink_run(k, ship_children_sql, 2, params, 0);
+	if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
 		return ship_failed(k, r, "shipping a task's figures");
 	PQclear(r);
 	return exec(k, "COMMIT", "committing a task") ? -1 : 1;

@@ -21,7 +21,10 @@ struct sink {
 	char name[256]; /* postgresql://user@host:port/db: what messages call it */
 	char err[512];	/* the last error, one line, without the name */
 	bool conn_lost; /* the last error was the connection's, not one task's */
+	int timeout_s;	/* what a statement may take, client and server side */
 };
+
+struct pg_result; /* libpq's PGresult */
 
 /* A libpq URI (postgresql://, postgres://) or "keyword=value ..." string. */
 bool sink_is_conninfo(const char *s);
@@ -32,10 +35,12 @@ bool sink_is_conninfo(const char *s);
 int sink_check(const char *conninfo, char *name, size_t nlen, char *why, size_t wlen);
 /*
  * Connects (passfile: a .pgpass file, "" or NULL for libpq's own PGPASSFILE or
- * ~/.pgpass), then brings the schema to SINK_SCHEMA when migrate, else checks it.
+ * ~/.pgpass), then brings the schema to SINK_SCHEMA when migrate, else checks it;
+ * every statement after has timeout_s (0: 60) to answer, or the connection goes.
  * 0, or -1 with k->err set; k->name is set either way.
  */
-int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate);
+int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate,
+	      int timeout_s);
 void sink_close(struct sink *k);
 /*
  * Ships one task's document (store__ship_doc) in a transaction of its own: 1 when it
@@ -43,5 +48,11 @@ void sink_close(struct sink *k);
  * k->err set (k->conn_lost when the connection failed rather than the task).
  */
 int sink_ship(struct sink *k, const char *doc);
+/*
+ * One statement (or several without parameters), answered within k->timeout_s: its
+ * result (an error one too), or NULL when none came (k->conn is then closed).
+ */
+struct pg_result *sink_run(struct sink *k, const char *sql, int n, const char *const *params,
+			   int binary);
 
 #endif /* TP_SINK_H */

@@ -319,7 +319,7 @@ struct store *store__open_fleet(const char *conninfo, const char *passfile)
 		return NULL;
 	}
 	s->lock_fd = -1;
-	if (sink_open(s->fleet, conninfo, passfile, false)) {
+	if (sink_open(s->fleet, conninfo, passfile, false, 60)) {
 		if (s->fleet->name[0])
 			tp_err("fleet %s: %s", s->fleet->name, s->fleet->err);
 		else
