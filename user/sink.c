@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <libpq-fe.h>
 
@@ -322,6 +323,23 @@ int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool m
 		kw[3] = NULL;
 	if (sink_check(conninfo, k->name, sizeof(k->name), k->err, sizeof(k->err)))
 		return -1;
+	/* libpq ignores a passfile others may read, with a warning of its own: said here. */
+	if (passfile && *passfile) {
+		struct stat st;
+
+		if (stat(passfile, &st)) {
+			snprintf(k->err, sizeof(k->err), "sink_passfile %s: %s", passfile,
+				 strerror(errno));
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+			snprintf(k->err, sizeof(k->err),
+				 "sink_passfile %s: %s; libpq reads only a file of mode 0600",
+				 passfile,
+				 S_ISREG(st.st_mode) ? "others may read it" : "not a file");
+			return -1;
+		}
+	}
 	k->conn = PQconnectdbParams(kw, val, 1);
 	if (!k->conn || PQstatus(k->conn) != CONNECTION_OK) {
 		set_err(k, "cannot connect", k->conn ? PQerrorMessage(k->conn) : "out of memory");

@@ -10,8 +10,10 @@
 # 52 metrics, labels, histograms, network rows and series block each), then
 # `taskprobe ship`: tasks per second, with an empty fleet each run (new) and with the
 # fleet holding them all (resent: the idempotent path).
-# Queries: TASKS tasks over 14 days from HOSTS hosts (4 instance types, 3 pools), 12
+# Queries: TASKS tasks over 14 days from HOSTS hosts (4 instance types, 3 pools), 13
 # metrics and 2 remote hosts each, made in SQL; `taskprobe count`/`list` timed whole.
+# The server is sized as a fleet's would be (shared_buffers 2GB, work_mem 64MB);
+# PGLAB_SHARED_BUFFERS and PGLAB_WORK_MEM override that.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -30,7 +32,8 @@ fi
 mkdir -p "$dir"
 head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$dir/pw"
 port=$((20000 + $$ % 20000))
-"$lab" up "$dir" "$port"
+PGLAB_SHARED_BUFFERS=${PGLAB_SHARED_BUFFERS:-2GB} PGLAB_WORK_MEM=${PGLAB_WORK_MEM:-64MB} \
+	"$lab" up "$dir" "$port"
 sink="host=$dir/sock port=$port user=tp dbname=fleet"
 psql_fleet() { "$lab" psql "$dir" "$@"; }
 
@@ -102,7 +105,7 @@ SELECT t.tid, m.name, t.start_ns, (t.tid * 7919 + m.k) % 1000
 FROM taskprobe.tasks t, (VALUES ('cpu.time_ns', 1), ('proc.execs', 2), ('proc.forks', 3),
   ('proc.exits', 4), ('proc.failed_exits', 5), ('io.read_bytes', 6), ('io.write_bytes', 7),
   ('io.read_ops', 8), ('io.write_ops', 9), ('mem.peak_bytes', 10), ('cpu.avg_cores', 11),
-  ('lost_events', 12)) m(name, k)
+  ('lost_events', 12), ('http.failures', 13)) m(name, k)
 WHERE t.id LIKE 'synthetic-%'" >/dev/null
 psql_fleet "
 INSERT INTO taskprobe.net (task, host, address, port, name, start_ns, value)

@@ -7,6 +7,7 @@
 #   pglab.sh stop DIR        stop it (fast shutdown); start DIR starts it again
 #   pglab.sh psql DIR SQL    run SQL in "fleet" as tp; rows as a|b lines
 #   pglab.sh down DIR        stop it if it runs, and remove DIR
+# PGLAB_SHARED_BUFFERS and PGLAB_WORK_MEM size it (64MB and 4MB: a test's).
 set -euo pipefail
 
 bin=/usr/lib/postgresql/15/bin
@@ -19,7 +20,7 @@ as_nobody() {
 psql_in() {
 	local dir=$1 db=$2
 	shift 2
-	PGPASSFILE="$dir/pgpass" psql -X -q -At -v ON_ERROR_STOP=1 -h "$dir/sock" \
+	PGPASSFILE="$dir/pgpass" PGOPTIONS="-c client_min_messages=warning" psql -X -q -At -v ON_ERROR_STOP=1 -h "$dir/sock" \
 		-p "$(cat "$dir/port")" -U tp -d "$db" "$@"
 }
 
@@ -47,7 +48,8 @@ port = $port
 unix_socket_directories = '$dir/sock'
 fsync = off
 max_connections = 40
-shared_buffers = 64MB
+shared_buffers = ${PGLAB_SHARED_BUFFERS:-64MB}
+work_mem = ${PGLAB_WORK_MEM:-4MB}
 log_min_messages = warning
 CONF
 	start "$dir"

@@ -768,3 +768,69 @@ TEST(TIER_E2E, fleet_backfill_ships_tasks_stored_before_the_sink)
 		psql_num(&l, "SELECT sum(value) FROM taskprobe.metrics WHERE name = 'proc.execs'"),
 		2 + 3, "their execs: bash and its /bin/true");
 }
+
+/*
+ * A sink that answers nothing (a listener that never accepts) and one whose table is
+ * locked: the run still ends with its task's status within its few seconds of
+ * shipping, the task kept; a passfile others may read is refused up front.
+ */
+TEST(TIER_E2E, fleet_slow_sink_delays_a_run_a_few_seconds_at_most)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	char sink[128], open_pass[600];
+	struct tu_result r;
+	struct host h;
+	struct lab l;
+	pid_t locker;
+	int fd;
+
+	if (!lab_up(&l))
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(fd, 8) &&
+			    !getsockname(fd, (struct sockaddr *)&sa, &len),
+		    "a listener that never answers");
+	snprintf(sink, sizeof(sink), "postgresql://tp@127.0.0.1:%d/fleet", ntohs(sa.sin_port));
+	host_init(&h, &l, "worker-s", "m5.large", NULL, sink);
+	ASSERT_EQ(run_task(&h, "silent", 1, 0, &r), 0, "the task's own status");
+	one_error_line(&r, "cannot connect", "a silent server");
+	CHECK(r.wall_ns < 12ULL * 1000000000, "the run took %.1f s", r.wall_ns / 1e9);
+	ASSERT_EQ(waiting(h.db), 1, "kept");
+	close(fd);
+
+	/* The lab, its metrics table locked by another session. */
+	host_init(&h, &l, "worker-s", "m5.large", NULL, NULL);
+	ASSERT_EQ(ship(&h, &r), 0, "the schema made, the first task shipped");
+	locker = tu_spawn((char *[]){ "scripts/pglab/pglab.sh", "psql", (char *)l.dir,
+				      "BEGIN; LOCK TABLE taskprobe.metrics IN SHARE MODE;"
+				      " SELECT pg_sleep(40); COMMIT",
+				      NULL });
+	ASSERT_TRUE(wait_num(&l,
+			     "SELECT count(*) FROM pg_locks WHERE mode = 'ShareLock' AND granted"
+			     " AND relation = 'taskprobe.metrics'::regclass",
+			     1),
+		    "the table is locked");
+	ASSERT_EQ(run_task(&h, "locked", 1, 0, &r), 0, "the task's own status");
+	one_error_line(&r, "kept locally", "a locked table");
+	CHECK(strstr(r.err, "statement timeout") || strstr(r.err, "no answer within"),
+	      "the statement timed out: %s", r.err);
+	CHECK(r.wall_ns < 15ULL * 1000000000, "the run took %.1f s", r.wall_ns / 1e9);
+	ASSERT_EQ(waiting(h.db), 1, "kept");
+	tu_psql(l.dir,
+		"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE "
+		"'%pg_sleep(40)%' AND pid != pg_backend_pid()",
+		&r);
+	waitpid(locker, NULL, 0);
+	ASSERT_EQ(ship(&h, &r), 0, "shipped once the lock is gone");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2, "both tasks, once");
+
+	/* A passfile others may read: libpq would skip it; we say so. */
+	snprintf(open_pass, sizeof(open_pass), "%s", tu_tmp("open.pgpass"));
+	tu_write_file(open_pass, "*:*:*:tp:whatever\n");
+	chmod(open_pass, 0644);
+	host_init(&h, &l, "worker-s", "m5.large", open_pass, NULL);
+	ASSERT_EQ(ship(&h, &r), 1, "ship with a readable passfile");
+	one_error_line(&r, "others may read it", "a passfile of mode 0644");
+}
