@@ -17,5 +17,7 @@ int pgstore__count(struct sink *k, const char *metric, const struct store_filter
 		   const char *host, store_count_fn fn, void *ctx);
 /* A glob (* ? [...], as SQLite's GLOB) as an anchored POSIX regular expression. */
 int pgstore_glob_regex(const char *glob, char *out, size_t len);
+/* A glob without a [set] as a LIKE pattern (escape \\); -EINVAL for one with a set. */
+int pgstore_glob_like(const char *glob, char *out, size_t len);
 
 #endif /* TP_PGSTORE_H */

@@ -238,3 +238,15 @@ TEST(TIER_UNIT, outbox_without_a_sink_is_retired_as_usual)
 	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 0, "retired");
 	store__close(s);
 }
+
+TEST(TIER_UNIT, glob_like_escapes_like_its_own)
+{
+	char out[64];
+
+	ASSERT_OK(pgstore_glob_like("*.s3.amazonaws.com", out, sizeof(out)), "a suffix");
+	ASSERT_STREQ(out, "%.s3.amazonaws.com", "a suffix");
+	ASSERT_OK(pgstore_glob_like("a_b%c\\d?*", out, sizeof(out)), "LIKE's own characters");
+	ASSERT_STREQ(out, "a\\_b\\%c\\\\d_%", "escaped");
+	ASSERT_EQ(pgstore_glob_like("worker-[ab]", out, sizeof(out)), -EINVAL, "a set: regex");
+	ASSERT_EQ(pgstore_glob_like("aaaaaaaaaaaaaaaaaaaa", out, 8), -ENOSPC, "too long");
+}
