@@ -353,8 +353,7 @@ static void pglab_down(pid_t test_pid)
 		tu_run(argv, &r, 60);
 }
 
-/* A free loopback port now (the cluster binds it a moment later). */
-static int free_port(void)
+int tu_free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -378,7 +377,7 @@ const char *tu_pglab(int *port)
 	unsigned seed = (unsigned)tp_now_ns() ^ (unsigned)getpid();
 
 	snprintf(dir, sizeof(dir), "/var/tmp/taskprobe-pg-%d", (int)getpid());
-	*port = free_port();
+	*port = tu_free_port();
 	snprintf(portbuf, sizeof(portbuf), "%d", *port);
 	pglab_down(getpid());
 	if (mkdir(dir, 0755))

@@ -68,6 +68,8 @@ const char *tu_netlab(const char *statuses);
  * failed check; removed after the test.
  */
 const char *tu_pglab(int *port);
+/* A loopback TCP port free now (whoever binds it next, a moment later). */
+int tu_free_port(void);
 /* pglab.sh VERB DIR (stop, start): its exit status. */
 int tu_pglab_ctl(const char *dir, const char *verb);
 /* SQL in the lab's database as tp: rows as "a|b" lines in r->out. */

@@ -275,6 +275,33 @@ static long waiting(const char *db)
 	return n;
 }
 
+/*
+ * The lab and host h with one task shipped (the schema made), then the sink stopped
+ * for n tasks named PREFIX-i (each making fails refused connects), and started again
+ * unless keep_stopped. Every run must end as usual and say, in one line, that its
+ * task waits.
+ */
+static bool tasks_while_away(struct lab *l, struct host *h, const char *prefix, int n, int fails,
+			     bool keep_stopped)
+{
+	struct tu_result r;
+	char id[32];
+
+	if (!lab_up(l))
+		return false;
+	host_init(h, l, "worker-a", "m5.large", NULL, NULL);
+	if (!ASSERT_EQ(run_task(h, "before", 1, 0, &r), 0, "a task before the outage") ||
+	    !ASSERT_OK(tu_pglab_ctl(l->dir, "stop"), "PostgreSQL stopped"))
+		return false;
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "%s-%d", prefix, i);
+		ASSERT_EQ(run_task(h, id, 2, fails, &r), 0, "a task ends as usual");
+		CHECK(strstr(r.err, "kept locally") && strchr(r.err, '\n') == strrchr(r.err, '\n'),
+		      "one line says the task waits: %s", r.err);
+	}
+	return keep_stopped || !tu_pglab_ctl(l->dir, "start");
+}
+
 static int ship(const struct host *h, struct tu_result *r)
 {
 	on_host(h, r, (char *[]){ "ship", "--config", (char *)h->conf, NULL });
@@ -286,20 +313,9 @@ TEST(TIER_E2E, fleet_outage_keeps_tasks_and_ships_each_once)
 	struct tu_result r;
 	struct host a;
 	struct lab l;
-	char id[32];
 
-	if (!lab_up(&l))
+	if (!tasks_while_away(&l, &a, "during", 4, 0, true))
 		return;
-	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
-	ASSERT_EQ(run_task(&a, "before", 1, 0, &r), 0, "a task before the outage");
-	ASSERT_OK(tu_pglab_ctl(l.dir, "stop"), "PostgreSQL stopped");
-	for (int i = 0; i < 4; i++) {
-		snprintf(id, sizeof(id), "during-%d", i);
-		ASSERT_EQ(run_task(&a, id, 2, 0, &r), 0, "a task ends as usual");
-		CHECK((strstr(r.err, "kept locally")) &&
-			      strchr(r.err, '\n') == strrchr(r.err, '\n'),
-		      "one line says the task waits: %s", r.err);
-	}
 	ASSERT_EQ(waiting(a.db), 4, "four tasks in the outbox");
 	tu_tp(&r, 30, "doctor", "--json", "--config", a.conf, NULL);
 	ASSERT_TRUE(strstr(r.out, ": 4 waiting") != NULL, "doctor shows the backlog");
@@ -367,20 +383,12 @@ TEST(TIER_E2E, fleet_shipper_killed_mid_transaction_loses_nothing)
 	struct tu_result r;
 	struct host a;
 	struct lab l;
-	char id[32], ship_sh[1024];
+	char ship_sh[1024];
 	pid_t locker, shipper;
 	sqlite3 *s;
 
-	if (!lab_up(&l))
+	if (!tasks_while_away(&l, &a, "t", 3, 1, false))
 		return;
-	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
-	ASSERT_EQ(run_task(&a, "first", 1, 0, &r), 0, "a first task makes the schema");
-	ASSERT_OK(tu_pglab_ctl(l.dir, "stop"), "stop");
-	for (int i = 0; i < 3; i++) {
-		snprintf(id, sizeof(id), "t-%d", i);
-		ASSERT_EQ(run_task(&a, id, 1, 1, &r), 0, "a task while the sink is away");
-	}
-	ASSERT_OK(tu_pglab_ctl(l.dir, "start"), "start");
 	snprintf(ship_sh, sizeof(ship_sh),
 		 "exec unshare -u sh -c 'hostname worker-a && exec %s ship --config %s' >/dev/null",
 		 tu_bin(), a.conf);
@@ -454,7 +462,7 @@ TEST(TIER_E2E, fleet_shipper_killed_mid_transaction_loses_nothing)
 				count(l.conninfo, a.conf, "proc.execs", NULL, NULL, &ff, &tf, NULL),
 			"counts");
 		ASSERT_EQ(ff, fa, "execs: fleet and host");
-		ASSERT_EQ(fa, 4 * 2, "execs: bash and one /bin/true per task");
+		ASSERT_EQ(fa, 2 + 3 * 3, "execs: bash and its /bin/true in each task");
 		ASSERT_TRUE(count(a.db, a.conf, "http.failures", NULL, "127.*", &fa, &ta, NULL) &&
 				    count(l.conninfo, a.conf, "http.failures", NULL, "127.*", &ff,
 					  &tf, NULL),
@@ -624,21 +632,6 @@ static double prom_value(const char *text, const char *name)
 	return -1;
 }
 
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
-	    !getsockname(fd, (struct sockaddr *)&sa, &len))
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 {
 	char sock[512], log[512], listen[64], cmd[3072], id[32];
@@ -647,7 +640,7 @@ TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 	struct lab l;
 	const char *m;
 	pid_t d;
-	int hport = free_port();
+	int hport = tu_free_port();
 
 	if (!lab_up(&l))
 		return;
