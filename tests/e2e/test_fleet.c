@@ -250,6 +250,11 @@ TEST(TIER_E2E, fleet_count_is_the_sum_of_the_hosts)
 		tu_tp(&local, 60, "show", "b-1", "--db", b.db, NULL);
 		tu_tp(&r, 60, "show", "b-1", "--db", l.conninfo, "--config", a.conf, NULL);
 		ASSERT_STREQ(r.out, local.out, "show: the same summary");
+		tu_tp(&local, 60, "export", "b-1", "--format", "csv", "--db", b.db, NULL);
+		tu_tp(&r, 60, "export", "b-1", "--format", "csv", "--db", l.conninfo, "--config",
+		      a.conf, NULL);
+		ASSERT_EQ(r.status, 0, "export from the fleet");
+		ASSERT_STREQ(r.out, local.out, "export --format csv: the same series");
 	}
 	tu_tp(&r, 60, "show", "no-such", "--db", l.conninfo, "--config", a.conf, NULL);
 	ASSERT_EQ(r.status, 1, "an unknown id in the fleet");
