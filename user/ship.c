@@ -145,8 +145,9 @@ static void *shipper_main(void *arg)
 		next = st.waiting && st.next_try_ns <= now ? now
 		       : st.waiting && st.next_try_ns	   ? st.next_try_ns
 							   : now + 30 * NS_PER_S;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)((next > now ? next - now : 0) / NS_PER_S);
+		next = next > now ? next : now;
+		until.tv_sec = (time_t)(next / NS_PER_S);
+		until.tv_nsec = (long)(next % NS_PER_S);
 		while (!sh->stop && !sh->kick && next > now &&
 		       pthread_cond_timedwait(&sh->cv, &sh->mu, &until) != ETIMEDOUT)
 			;
