@@ -375,32 +375,34 @@ void sink_close(struct sink *k)
 	k->conn = NULL;
 }
 
-/* The task's row; its children join it by the tid that RETURNING gives. */
-static const char ship_task_sql[] =
-	"INSERT INTO taskprobe.tasks (host, id, start_ns, command, status, exit_status, wall_ns,"
-	" record, labels)"
-	" SELECT j->>'host', j->>'id', (j->>'start_ns')::bigint, j->>'command', j->>'status',"
-	" (j->>'exit_status')::bigint, (j->>'wall_ns')::bigint, j->>'record', j->'labels'"
-	" FROM (SELECT $1::jsonb AS j) d"
-	" ON CONFLICT (host, id, start_ns) DO NOTHING RETURNING tid";
-
-static const char ship_children_sql[] =
-	"WITH d AS (SELECT $1::bigint AS tid, $2::jsonb AS j),"
+/*
+ * One statement, so one round trip and its own transaction: the task's row, then its
+ * children, each joined to the tid that the row's RETURNING gives. A resend inserts
+ * no row, so its children insert nothing either; the answer is how many rows were new.
+ */
+static const char ship_sql[] =
+	"WITH d AS (SELECT $1::jsonb AS j),"
+	" t AS (INSERT INTO taskprobe.tasks (host, id, start_ns, command, status, exit_status,"
+	"  wall_ns, record, labels)"
+	"  SELECT j->>'host', j->>'id', (j->>'start_ns')::bigint, j->>'command', j->>'status',"
+	"  (j->>'exit_status')::bigint, (j->>'wall_ns')::bigint, j->>'record', j->'labels'"
+	"  FROM d ON CONFLICT (host, id, start_ns) DO NOTHING RETURNING tid),"
 	" m AS (INSERT INTO taskprobe.metrics (task, name, start_ns, value)"
-	"  SELECT d.tid, e.key, (d.j->>'start_ns')::bigint, e.value::double precision"
-	"  FROM d, jsonb_each_text(d.j->'metrics') e),"
+	"  SELECT t.tid, e.key, (d.j->>'start_ns')::bigint, e.value::double precision"
+	"  FROM t, d, jsonb_each_text(d.j->'metrics') e),"
 	" h AS (INSERT INTO taskprobe.histograms (task, name, unit, count, sum, slots)"
-	"  SELECT d.tid, x.name, x.unit, x.count, x.sum, x.slots FROM d,"
+	"  SELECT t.tid, x.name, x.unit, x.count, x.sum, x.slots FROM t, d,"
 	"  jsonb_to_recordset(d.j->'hists') AS x(name text, unit text, count bigint,"
 	"  sum bigint, slots bigint[])),"
 	" n AS (INSERT INTO taskprobe.net (task, host, address, port, name, start_ns, value)"
-	"  SELECT d.tid, x.host, x.address, x.port, x.name,"
-	"  (d.j->>'start_ns')::bigint, x.value FROM d,"
+	"  SELECT t.tid, x.host, x.address, x.port, x.name,"
+	"  (d.j->>'start_ns')::bigint, x.value FROM t, d,"
 	"  jsonb_to_recordset(d.j->'net') AS x(host text, address text, port integer,"
-	"  name text, value double precision))"
-	" INSERT INTO taskprobe.series (task, seq, points, data)"
-	" SELECT d.tid, x.seq, x.points, decode(x.data, 'base64') FROM d,"
-	" jsonb_to_recordset(d.j->'series') AS x(seq integer, points integer, data text)";
+	"  name text, value double precision)),"
+	" s AS (INSERT INTO taskprobe.series (task, seq, points, data)"
+	"  SELECT t.tid, x.seq, x.points, decode(x.data, 'base64') FROM t, d,"
+	"  jsonb_to_recordset(d.j->'series') AS x(seq integer, points integer, data text))"
+	" SELECT count(*) FROM t";
 
 /* A failed statement: a task's own fault (its data) or the fleet's (anything else). */
 static int ship_failed(struct sink *k, PGresult *r, const char *what)
@@ -412,36 +414,20 @@ static int ship_failed(struct sink *k, PGresult *r, const char *what)
 	k->conn_lost = PQstatus(k->conn) != CONNECTION_OK || !state ||
 		       (strncmp(state, "22", 2) && strncmp(state, "23", 2));
 	PQclear(r);
-	if (k->conn && PQstatus(k->conn) == CONNECTION_OK)
-		PQclear(sink_run(k, "ROLLBACK", 0, NULL, 0));
 	return -1;
 }
 
 int sink_ship(struct sink *k, const char *doc)
 {
-	const char *params[2];
-	char tid[24];
 	PGresult *r;
+	int fresh;
 
 	k->conn_lost = false;
-	if (exec(k, "BEGIN", "starting a transaction"))
-		return -1;
-	params[0] = doc;
-	r = sink_run(k, ship_task_sql, 1, params, 0);
-	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK)
+	r = sink_run(k, ship_sql, 1, &doc, 0);
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
 		return ship_failed(k, r, "shipping a task");
-	if (PQntuples(r) == 0) {
-		/* Shipped before (this is a resend): the fleet's copy is whole. */
-		PQclear(r);
-		return exec(k, "ROLLBACK", "ending a transaction") ? -1 : 0;
-	}
-	snprintf(tid, sizeof(tid), "%s", PQgetvalue(r, 0, 0));
+	/* 0: shipped before (a resend), and the fleet's copy is whole. */
+	fresh = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
 	PQclear(r);
-	params[0] = tid;
-	params[1] = doc;
-	r = sink_run(k, ship_children_sql, 2, params, 0);
-	if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-		return ship_failed(k, r, "shipping a task's figures");
-	PQclear(r);
-	return exec(k, "COMMIT", "committing a task") ? -1 : 1;
+	return fresh;
 }

@@ -389,7 +389,7 @@ TEST(TIER_E2E, fleet_shipper_killed_mid_transaction_loses_nothing)
 	struct host a;
 	struct lab l;
 	char ship_sh[1024];
-	pid_t locker, shipper;
+	pid_t shipper;
 	sqlite3 *s;
 
 	if (!tasks_while_away(&l, &a, "t", 3, 1, false))
@@ -398,36 +398,38 @@ TEST(TIER_E2E, fleet_shipper_killed_mid_transaction_loses_nothing)
 		 "exec unshare -u sh -c 'hostname worker-a && exec %s ship --config %s' >/dev/null",
 		 tu_bin(), a.conf);
 
-	/* 1. Killed inside its transaction: blocked on a lock after writing the task's row. */
-	locker = tu_spawn((char *[]){ "scripts/pglab/pglab.sh", "psql", (char *)l.dir,
-				      "BEGIN; LOCK TABLE taskprobe.metrics IN SHARE MODE;"
-				      " SELECT pg_sleep(30); COMMIT",
-				      NULL });
-	ASSERT_TRUE(wait_num(&l,
-			     "SELECT count(*) FROM pg_locks WHERE mode = 'ShareLock' AND granted"
-			     " AND relation = 'taskprobe.metrics'::regclass",
-			     1),
-		    "the test holds the lock");
+	/*
+	 * 1. Killed inside its transaction, the task's row written (the transaction has an
+	 * id): a trigger of the test's own holds the remote-host rows that come after it.
+	 */
+	tu_psql(l.dir,
+		"CREATE FUNCTION public.hold() RETURNS trigger LANGUAGE plpgsql AS"
+		" 'BEGIN PERFORM pg_sleep(30); RETURN NEW; END';"
+		" CREATE TRIGGER hold BEFORE INSERT ON taskprobe.net FOR EACH ROW"
+		" EXECUTE FUNCTION public.hold()",
+		&r);
+	CHECK(r.status == 0, "the test's trigger: %s", r.err);
 	shipper = tu_spawn((char *[]){ "/bin/sh", "-c", ship_sh, NULL });
-	ASSERT_TRUE(
-		wait_num(&l,
-			 "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
-			 " 'taskprobe' AND wait_event_type = 'Lock' AND backend_xid IS NOT NULL",
-			 1),
-		"the shipper waits inside its transaction, its task's row written");
+	ASSERT_TRUE(wait_num(&l,
+			     "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+			     " 'taskprobe' AND wait_event = 'PgSleep' AND backend_xid IS NOT NULL",
+			     1),
+		    "the shipper waits inside its transaction, its task's row written");
 	/* sh, unshare and sh exec: the pid is taskprobe's own. */
 	kill(shipper, SIGKILL);
 	waitpid(shipper, NULL, 0);
-	/* A backend waiting on a lock notices its client gone only later: ended now. */
+	/* A backend in pg_sleep notices its client gone only later: ended now. */
 	tu_psql(l.dir,
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name ="
 		" 'taskprobe'",
 		&r);
-	tu_psql(l.dir,
-		"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE "
-		"'%pg_sleep(30)%' AND pid != pg_backend_pid()",
-		&r);
-	waitpid(locker, NULL, 0);
+	ASSERT_TRUE(wait_num(&l,
+			     "SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+			     " 'taskprobe'",
+			     0),
+		    "the killed shipper's backend is gone");
+	tu_psql(l.dir, "DROP TRIGGER hold ON taskprobe.net; DROP FUNCTION public.hold()", &r);
+	CHECK(r.status == 0, "dropping the test's trigger: %s", r.err);
 	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 1,
 		  "the killed transaction left nothing");
 	ASSERT_EQ(waiting(a.db), 3, "all three still wait");
