@@ -12,24 +12,40 @@
 #include "util.h"
 
 static const char ship_usage[] =
-	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N] [--backfill]\n"
+	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N] [--backfill] [--refused]\n"
 	"Sends the stored tasks that wait for the config's sink (a fleet PostgreSQL) now,\n"
 	"oldest first, whatever the backoff; the daemon and each run do it on their own.\n"
 	"  --max N         at most N tasks (default: all)\n"
-	"  --backfill      the tasks stored before the sink was configured go too\n";
+	"  --backfill      the tasks stored before the sink was configured go too\n"
+	"  --refused       the tasks the fleet refused go again (once it is fixed)\n";
+
+/* --backfill or --refused: those tasks wait (again), and how many is said. */
+static int requeue(struct store *s, bool refused, const char *which, const char *when)
+{
+	int n = store__outbox_backfill(s, refused);
+
+	if (n < 0)
+		return -1;
+	printf("%d task%s %s wait%s %s\n", n, n == 1 ? "" : "s", which, n == 1 ? "s" : "", when);
+	return 0;
+}
 
 int cmd_ship(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "db", required_argument, NULL, 'd' },
-		{ "max", required_argument, NULL, 'm' },    { "backfill", no_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },	    { 0 },
+		{ "config", required_argument, NULL, 'c' },
+		{ "db", required_argument, NULL, 'd' },
+		{ "max", required_argument, NULL, 'm' },
+		{ "backfill", no_argument, NULL, 'b' },
+		{ "refused", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	const char *config = NULL, *db = NULL, *env = getenv("TASKPROBE_DB");
 	struct ship_result res;
 	struct config cfg;
 	struct store *s;
-	bool backfill = false;
+	bool backfill = false, refused = false;
 	__u64 max = 0;
 	int opt, rc;
 
@@ -52,6 +68,9 @@ int cmd_ship(int argc, char **argv)
 			break;
 		case 'b':
 			backfill = true;
+			break;
+		case 'r':
+			refused = true;
 			break;
 		case 'h':
 			fputs(ship_usage, stdout);
@@ -82,14 +101,10 @@ int cmd_ship(int argc, char **argv)
 	if (!s)
 		return 1;
 	store__set_outbox(s, true);
-	if (backfill) {
-		rc = store__outbox_backfill(s);
-		if (rc < 0) {
-			store__close(s);
-			return 1;
-		}
-		printf("%d task%s stored before the sink now wait%s too\n", rc, rc == 1 ? "" : "s",
-		       rc == 1 ? "s" : "");
+	if ((backfill && requeue(s, false, "stored before the sink now", "too")) ||
+	    (refused && requeue(s, true, "the fleet refused", "again"))) {
+		store__close(s);
+		return 1;
 	}
 	rc = ship_round(s, &cfg, (long)max, 0, true, &res);
 	if (rc)
@@ -100,5 +115,5 @@ int cmd_ship(int argc, char **argv)
 		       res.shipped, res.shipped == 1 ? "" : "s", res.sink, res.resent, res.refused,
 		       res.waiting);
 	store__close(s);
-	return rc ? 1 : 0;
+	return rc || res.refused ? 1 : 0;
 }

@@ -90,6 +90,7 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 			if (rc < 0) {
 				/* Its data, not the fleet: the others go on, it stays here. */
 				snprintf(res->error, sizeof(res->error), "%s", k.err);
+				snprintf(res->refusal, sizeof(res->refusal), "%s", k.err);
 				res->refused++;
 			} else if (rc == 1) {
 				res->shipped++;
@@ -115,6 +116,12 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 				 res->shipped + res->resent);
 	if (!store__sink_state(local, &st))
 		res->waiting = st.waiting;
+	/* Not retried on its own: said once, where the round ran. */
+	if (res->refused)
+		tp_err("sink %s: the fleet refused %ld task%s (%s); kept locally only, "
+		       "'taskprobe ship --refused' sends %s again",
+		       res->sink, res->refused, res->refused == 1 ? "" : "s", res->refusal,
+		       res->refused == 1 ? "it" : "them");
 	return err < 0 ? -1 : 0;
 }
 

@@ -24,7 +24,8 @@ struct ship_result {
 	long waiting; /* the backlog after the round */
 	bool skipped; /* backing off: no attempt made */
 	char sink[256];
-	char error[512]; /* the round's error ("" if none) */
+	char error[512];   /* the round's error ("" if none) */
+	char refusal[512]; /* why the fleet refused the last task it refused */
 };
 
 /*

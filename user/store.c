@@ -1166,10 +1166,13 @@ int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
 	return step < 0 ? step : got;
 }
 
-int store__outbox_backfill(struct store *s)
+int store__outbox_backfill(struct store *s, bool refused)
 {
 	int err = run_stmt(
-		s, "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'", "");
+		s,
+		refused ? "UPDATE tasks SET ship = 1 WHERE ship = 2"
+			: "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
+		"");
 
 	return err ? err : sqlite3_changes(s->db);
 }

@@ -166,8 +166,11 @@ bool store__remote_metric(const char *metric);
 
 /* The outbox: up to n waiting tasks after tid after, oldest first; how many, or -EIO. */
 int store__outbox(struct store *s, __s64 after, __s64 *tids, int n);
-/* Every ended task stored before a sink was configured waits too: how many, or -EIO. */
-int store__outbox_backfill(struct store *s);
+/*
+ * Every ended task stored before a sink was configured waits too (refused: every task
+ * the fleet refused waits again instead): how many, or -EIO.
+ */
+int store__outbox_backfill(struct store *s, bool refused);
 /* A task is in the fleet now (or the fleet refused its data: it waits no more). */
 int store__outbox_done(struct store *s, __s64 tid, bool refused);
 /*

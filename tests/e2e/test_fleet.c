@@ -263,21 +263,26 @@ TEST(TIER_E2E, fleet_count_is_the_sum_of_the_hosts)
 }
 
 /* The local outbox: tasks waiting for the sink, by the store's own column. */
-static long waiting(const char *db)
+/* The one number of a query over a local store, or -1. */
+static long local_num(const char *db, const char *sql)
 {
 	sqlite3 *s;
 	sqlite3_stmt *st;
 	long n = -1;
 
 	if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(s, "SELECT COUNT(*) FROM tasks WHERE ship = 1", -1, &st, NULL) ==
-		    SQLITE_OK) {
+	    sqlite3_prepare_v2(s, sql, -1, &st, NULL) == SQLITE_OK) {
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
 	sqlite3_close(s);
 	return n;
+}
+
+static long waiting(const char *db)
+{
+	return local_num(db, "SELECT COUNT(*) FROM tasks WHERE ship = 1");
 }
 
 /*
@@ -767,6 +772,70 @@ TEST(TIER_E2E, fleet_backfill_ships_tasks_stored_before_the_sink)
 	ASSERT_EQ(
 		psql_num(&l, "SELECT sum(value) FROM taskprobe.metrics WHERE name = 'proc.execs'"),
 		2 + 3, "their execs: bash and its /bin/true");
+}
+
+/*
+ * A task whose data the fleet refuses (a CHECK of the test's own): the run ends as
+ * usual and says so in one line, the task stays local and is not retried on its own,
+ * the tasks after it ship; once the fleet is fixed, `ship --refused` sends it once.
+ */
+TEST(TIER_E2E, fleet_refused_task_stays_local_and_the_rest_ship)
+{
+	const struct json *c;
+	struct tu_result r;
+	struct host h;
+	struct lab l;
+
+	if (!lab_up(&l))
+		return;
+	host_init(&h, &l, "worker-r", "m5.large", NULL, NULL);
+	ASSERT_EQ(run_task(&h, "good-1", 1, 0, &r), 0, "a task, the schema made");
+	tu_psql(l.dir,
+		"ALTER TABLE taskprobe.tasks ADD CONSTRAINT no_bad CHECK (id NOT LIKE 'bad-%')",
+		&r);
+	ASSERT_EQ(r.status, 0, "the test's constraint");
+	ASSERT_EQ(run_task(&h, "bad-1", 4, 0, &r), 0, "the refused task's own status");
+	one_error_line(&r, "the fleet refused 1 task (", "a refused task");
+	CHECK(strstr(r.err, "no_bad") && strstr(r.err, "ship --refused"),
+	      "the line names the reason and the way back: %s", r.err);
+	ASSERT_EQ(run_task(&h, "good-2", 2, 0, &r), 0, "a task after it");
+	CHECK(!r.err[0], "nothing to say this time: %s", r.err);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2, "the good ones shipped");
+	ASSERT_EQ(
+		psql_num(&l, "SELECT sum(value) FROM taskprobe.metrics WHERE name = 'proc.execs'"),
+		2 + 3, "and nothing of the refused one: bash and its /bin/true in each");
+	ASSERT_EQ(local_num(h.db, "SELECT COUNT(*) FROM tasks"), 3, "all three kept locally");
+	ASSERT_EQ(local_num(h.db, "SELECT COUNT(*) FROM tasks WHERE ship = 2"), 1, "one refused");
+	ASSERT_EQ(waiting(h.db), 0, "not retried on its own");
+	tu_tp(&r, 30, "doctor", "--json", "--config", h.conf, NULL);
+	c = tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
+	CHECK(c && !json_get(c, "ok")->b && strstr(json_str(c, "detail"), ": 0 waiting, 1 refused"),
+	      "doctor: the refusal shows: %s", r.out);
+
+	/* Still refused: the same line, exit 1. */
+	on_host(&h, &r, (char *[]){ "ship", "--refused", "--config", (char *)h.conf, NULL });
+	ASSERT_EQ(r.status, 1, "ship --refused, the fleet unchanged");
+	CHECK(strstr(r.out, "1 task the fleet refused waits again") &&
+		      strstr(r.err, "the fleet refused 1 task ("),
+	      "refused again: %s %s", r.out, r.err);
+	tu_psql(l.dir, "ALTER TABLE taskprobe.tasks DROP CONSTRAINT no_bad", &r);
+	ASSERT_EQ(r.status, 0, "the fleet fixed");
+	on_host(&h, &r, (char *[]){ "ship", "--refused", "--config", (char *)h.conf, NULL });
+	ASSERT_EQ(r.status, 0, "ship --refused");
+	CHECK(strstr(r.out, "1 task the fleet refused waits again") &&
+		      strstr(r.out, "shipped 1 task to") && !r.err[0],
+	      "sent once: %s %s", r.out, r.err);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks WHERE id = 'bad-1'"), 1,
+		  "in the fleet once");
+	ASSERT_EQ(
+		psql_num(&l, "SELECT sum(value) FROM taskprobe.metrics WHERE name = 'proc.execs'"),
+		2 + 3 + 5, "whole: its execs too");
+	ASSERT_EQ(local_num(h.db, "SELECT COUNT(*) FROM tasks WHERE ship != 0"), 0,
+		  "every task shipped");
+	tu_tp(&r, 30, "doctor", "--json", "--config", h.conf, NULL);
+	c = tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
+	CHECK(c && json_get(c, "ok")->b && strstr(json_str(c, "detail"), ": 0 waiting, 0 refused"),
+	      "doctor: well again: %s", r.out);
 }
 
 /*
