@@ -121,6 +121,8 @@ static void apply_sink(struct daemon *d)
 {
 	shipper__stop(&d->ship);
 	store__set_outbox(d->store, d->cfg.sink[0] != '\0');
+	if (d->cfg.sink[0])
+		ship_name_sink(d->store, &d->cfg);
 	if (d->cfg.sink[0] && shipper__start(&d->ship, d->db, &d->cfg))
 		tp_err("cannot start the shipper: %s; tasks wait in the outbox", strerror(errno));
 }

@@ -125,6 +125,15 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 	return err < 0 ? -1 : 0;
 }
 
+int ship_name_sink(struct store *local, const struct config *cfg)
+{
+	char name[256], why[512];
+
+	if (sink_check(cfg->sink, name, sizeof(name), why, sizeof(why)))
+		return -1;
+	return store__sink_name(local, name) ? -1 : 0;
+}
+
 static void *shipper_main(void *arg)
 {
 	struct shipper *sh = arg;

@@ -36,6 +36,9 @@ struct ship_result {
 int ship_round(struct store *local, const struct config *cfg, long max, __u64 budget_ns, bool force,
 	       struct ship_result *res);
 
+/* Names cfg's sink in the local store before any round: 0, or -1 if it is not one. */
+int ship_name_sink(struct store *local, const struct config *cfg);
+
 /* The daemon's shipper: a thread with its own connection to the store. */
 struct shipper {
 	pthread_t thread;

@@ -1395,6 +1395,15 @@ int store__sink_state(struct store *s, struct store_sink_state *ss)
 	return step < 0 ? step : 0;
 }
 
+int store__sink_name(struct store *s, const char *sink)
+{
+	return run_stmt(
+		s,
+		"UPDATE sink_state SET sink = ?1, error = NULL, next_try_ns = 0, failures = 0"
+		" WHERE sink IS NOT ?1",
+		"t", sink);
+}
+
 int store__sink_note(struct store *s, const char *sink, const char *error, __u64 next_try_ns,
 		     long shipped)
 {

@@ -200,6 +200,12 @@ int store__sink_state(struct store *s, struct store_sink_state *st);
 int store__sink_note(struct store *s, const char *sink, const char *error, __u64 next_try_ns,
 		     long shipped);
 
+/*
+ * The configured sink, before its first round (so that doctor and /metrics show it);
+ * a sink other than the last one starts afresh, without the old one's error or backoff.
+ */
+int store__sink_name(struct store *s, const char *sink);
+
 /* Applies the first n migrations only: makes a database of an older schema (tests). */
 int store__create_at_version(const char *path, int n);
 

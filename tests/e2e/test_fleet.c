@@ -666,6 +666,13 @@ TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 	for (int i = 0; i < 1000 && access(sock, F_OK); i++)
 		usleep(10000);
 	ASSERT_OK(access(sock, F_OK), "the daemon listens");
+	/* Before any task or round: the sink's families are there, for absent() alerts. */
+	for (int i = 0; i < 100 && !strstr(metrics_of(hport, &r), "taskprobe_tasks_running"); i++)
+		usleep(50000);
+	m = metrics_of(hport, &r);
+	ASSERT_EQ(prom_value(m, "taskprobe_sink_backlog_tasks"), 0,
+		  "/metrics at start: no backlog");
+	ASSERT_EQ(prom_value(m, "taskprobe_sink_shipped_total"), 0, "/metrics at start: none yet");
 	setenv("TASKPROBE_CONTROL", sock, 1);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof(id), "d-%d", i);
