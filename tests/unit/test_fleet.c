@@ -239,6 +239,33 @@ TEST(TIER_UNIT, outbox_without_a_sink_is_retired_as_usual)
 	store__close(s);
 }
 
+/* A failing sink's backoff holds while it stays the sink; another sink starts afresh. */
+TEST(TIER_UNIT, sink_backoff_is_the_sinks_own)
+{
+	struct store *s = store__open(tu_tmp("backoff.db"), true, (gid_t)-1);
+	const char *a = "postgresql://tp@a:5432/fleet", *b = "postgresql://tp@b:5432/fleet";
+	struct store_sink_state st;
+
+	if (!ASSERT_NOT_NULL(s, "a store"))
+		return;
+	ASSERT_OK(store__sink_name(s, a), "named before any round");
+	ASSERT_OK(store__sink_state(s, &st), "state");
+	ASSERT_TRUE(!strcmp(st.sink, a) && !st.error[0] && !st.failures, "named, no error");
+	ASSERT_OK(store__sink_note(s, a, "cannot connect", 4000000000000000000ULL, 0), "a failure");
+	ASSERT_OK(store__sink_note(s, a, "cannot connect", 4000000000000000001ULL, 0), "another");
+	ASSERT_OK(store__sink_name(s, a), "the same sink again (a reload)");
+	ASSERT_OK(store__sink_state(s, &st), "state");
+	ASSERT_EQ(st.failures, 2, "its failures kept");
+	ASSERT_EQ(st.next_try_ns, 4000000000000000001ULL, "its backoff kept");
+	ASSERT_TRUE(!strcmp(st.error, "cannot connect"), "its error kept");
+	ASSERT_OK(store__sink_name(s, b), "another sink");
+	ASSERT_OK(store__sink_state(s, &st), "state");
+	ASSERT_TRUE(!strcmp(st.sink, b) && !st.error[0], "the new one, no error");
+	ASSERT_EQ(st.failures, 0, "no failures");
+	ASSERT_EQ(st.next_try_ns, 0, "no backoff");
+	store__close(s);
+}
+
 TEST(TIER_UNIT, glob_like_escapes_like_its_own)
 {
 	char out[64];
