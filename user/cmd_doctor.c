@@ -73,8 +73,9 @@ static void print_check(const struct check *c)
 static int sink_check_fill(struct check *c, const char *config)
 {
 	const char *env = getenv("TASKPROBE_DB");
-	char name[256], last[40] = "never";
+	char name[256], last[40] = "never", now[512];
 	struct store_sink_state st;
+	struct sink k;
 	struct config cfg;
 	struct store *s;
 
@@ -95,12 +96,22 @@ static int sink_check_fill(struct check *c, const char *config)
 		return 0;
 	}
 	store__close(s);
-	c->ok = !st.error[0] && !st.refused;
+	/* Whether it answers now, as a shipper would connect (5 s at most). */
+	if (sink_open(&k, cfg.sink, cfg.sink_passfile, false, 5) && k.schema)
+		snprintf(now, sizeof(now), "%s", k.err);
+	else if (k.schema == 0)
+		snprintf(now, sizeof(now),
+			 "answers, no tables yet (the first shipment makes them)");
+	else
+		snprintf(now, sizeof(now), "answers, schema %ld", k.schema);
+	c->ok = !st.error[0] && !st.refused && k.schema >= 0 && k.schema <= SINK_SCHEMA;
+	sink_close(&k);
 	if (st.shipped_ns)
 		tp_fmt_time(last, sizeof(last), st.shipped_ns);
 	snprintf(c->detail, sizeof(c->detail),
-		 "%s: %ld waiting, %ld refused, %ld shipped (last %s)%s%s", name, st.waiting,
-		 st.refused, st.shipped, last, st.error[0] ? "; last error: " : "", st.error);
+		 "%s: %s; %ld waiting, %ld refused, %ld shipped (last %s)%s%s", name, now,
+		 st.waiting, st.refused, st.shipped, last, st.error[0] ? "; last error: " : "",
+		 st.error);
 	return 0;
 }
 

@@ -318,6 +318,7 @@ int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool m
 	long long v;
 
 	memset(k, 0, sizeof(*k));
+	k->schema = -1;
 	k->timeout_s = timeout_s > 0 ? timeout_s : 60;
 	if (!passfile || !*passfile)
 		kw[3] = NULL;
@@ -356,6 +357,7 @@ int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool m
 	v = schema_version(k);
 	if (v < 0)
 		return -1;
+	k->schema = (long)v;
 	if (v == 0)
 		snprintf(k->err, sizeof(k->err),
 			 "no taskprobe tables there yet: a host with 'sink =' in its config makes "

@@ -22,6 +22,7 @@ struct sink {
 	char err[512];	/* the last error, one line, without the name */
 	bool conn_lost; /* the last error was the connection's, not one task's */
 	int timeout_s;	/* what a statement may take, client and server side */
+	long schema;	/* the fleet's schema version once read (0: no tables yet), else -1 */
 };
 
 struct pg_result; /* libpq's PGresult */

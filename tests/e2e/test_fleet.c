@@ -328,7 +328,8 @@ TEST(TIER_E2E, fleet_outage_keeps_tasks_and_ships_each_once)
 		return;
 	ASSERT_EQ(waiting(a.db), 4, "four tasks in the outbox");
 	tu_tp(&r, 30, "doctor", "--json", "--config", a.conf, NULL);
-	ASSERT_TRUE(strstr(r.out, ": 4 waiting") != NULL, "doctor shows the backlog");
+	ASSERT_TRUE(strstr(r.out, "; 4 waiting") != NULL, "doctor shows the backlog");
+	CHECK(strstr(r.out, "/fleet: cannot connect: ") != NULL, "doctor tried it now: %s", r.out);
 	ASSERT_TRUE(strstr(r.out, "last error: cannot connect") != NULL,
 		    "doctor shows the last error");
 	/* Retention never takes a waiting task, even one past retain_days. */
@@ -364,7 +365,8 @@ TEST(TIER_E2E, fleet_outage_keeps_tasks_and_ships_each_once)
 		const struct json *c =
 			tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
 
-		CHECK(c && json_get(c, "ok")->b && strstr(json_str(c, "detail"), ": 0 waiting") &&
+		CHECK(c && json_get(c, "ok")->b &&
+			      strstr(json_str(c, "detail"), ": answers, schema 1; 0 waiting") &&
 			      !strstr(json_str(c, "detail"), "error"),
 		      "doctor: the sink is well again: %s", r.out);
 	}
@@ -767,6 +769,17 @@ TEST(TIER_E2E, fleet_backfill_ships_tasks_stored_before_the_sink)
 	ASSERT_EQ(run_task(&nosink, "old-1", 1, 0, &r), 0, "a task before the sink");
 	ASSERT_EQ(run_task(&nosink, "old-2", 2, 0, &r), 0, "another");
 	ASSERT_EQ(waiting(h.db), 0, "without a sink nothing waits");
+	tu_tp(&r, 30, "doctor", "--json", "--config", h.conf, NULL);
+	{
+		const struct json *c =
+			tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
+
+		CHECK(c && json_get(c, "ok")->b &&
+			      strstr(json_str(c, "detail"),
+				     "/fleet: answers, no tables yet (the first shipment makes "
+				     "them); 0 waiting"),
+		      "doctor: a fleet not shipped to yet is well: %s", r.out);
+	}
 	ASSERT_EQ(ship(&h, &r), 0, "ship without --backfill");
 	CHECK(strstr(r.out, "shipped 0 tasks") != NULL, "the old ones stay local: %s", r.out);
 	on_host(&h, &r, (char *[]){ "ship", "--backfill", "--config", (char *)h.conf, NULL });
@@ -816,7 +829,7 @@ TEST(TIER_E2E, fleet_refused_task_stays_local_and_the_rest_ship)
 	ASSERT_EQ(waiting(h.db), 0, "not retried on its own");
 	tu_tp(&r, 30, "doctor", "--json", "--config", h.conf, NULL);
 	c = tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
-	CHECK(c && !json_get(c, "ok")->b && strstr(json_str(c, "detail"), ": 0 waiting, 1 refused"),
+	CHECK(c && !json_get(c, "ok")->b && strstr(json_str(c, "detail"), "; 0 waiting, 1 refused"),
 	      "doctor: the refusal shows: %s", r.out);
 
 	/* Still refused: the same line, exit 1. */
@@ -841,7 +854,7 @@ TEST(TIER_E2E, fleet_refused_task_stays_local_and_the_rest_ship)
 		  "every task shipped");
 	tu_tp(&r, 30, "doctor", "--json", "--config", h.conf, NULL);
 	c = tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
-	CHECK(c && json_get(c, "ok")->b && strstr(json_str(c, "detail"), ": 0 waiting, 0 refused"),
+	CHECK(c && json_get(c, "ok")->b && strstr(json_str(c, "detail"), "; 0 waiting, 0 refused"),
 	      "doctor: well again: %s", r.out);
 }
 
