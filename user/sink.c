@@ -180,17 +180,12 @@ static int wait_ready(struct sink *k, __u64 deadline)
 	return 0;
 }
 
-PGresult *sink_run(struct sink *k, const char *sql, int n, const char *const *params, int binary)
+/* The results of what was just sent (sent: whether it was), the last or the first error. */
+static PGresult *collect(struct sink *k, int sent)
 {
 	__u64 deadline = tp_now_ns() + (__u64)k->timeout_s * 1000000000ULL;
 	PGresult *r, *keep = NULL;
-	int sent;
 
-	if (!k->conn)
-		return NULL;
-	/* Several statements in one string go by the simple protocol. */
-	sent = n || binary ? PQsendQueryParams(k->conn, sql, n, NULL, params, NULL, NULL, binary)
-			   : PQsendQuery(k->conn, sql);
 	if (!sent)
 		return PQmakeEmptyPGresult(k->conn, PGRES_FATAL_ERROR);
 	for (;;) {
@@ -214,6 +209,16 @@ PGresult *sink_run(struct sink *k, const char *sql, int n, const char *const *pa
 		}
 	}
 	return keep ? keep : PQmakeEmptyPGresult(k->conn, PGRES_FATAL_ERROR);
+}
+
+PGresult *sink_run(struct sink *k, const char *sql, int n, const char *const *params, int binary)
+{
+	if (!k->conn)
+		return NULL;
+	/* Several statements in one string go by the simple protocol. */
+	return collect(k, n || binary ? PQsendQueryParams(k->conn, sql, n, NULL, params, NULL, NULL,
+							  binary)
+				      : PQsendQuery(k->conn, sql));
 }
 
 /* A failed or unanswered statement said in k->err as "what: why". */
@@ -425,7 +430,17 @@ int sink_ship(struct sink *k, const char *doc)
 	int fresh;
 
 	k->conn_lost = false;
-	r = sink_run(k, ship_sql, 1, &doc, 0);
+	if (!k->conn)
+		return ship_failed(k, NULL, "shipping a task");
+	/* Parsed and planned once a connection: a task is then one Bind and Execute. */
+	if (!k->ship_prepared) {
+		r = collect(k, PQsendPrepare(k->conn, "taskprobe_ship", ship_sql, 1, NULL));
+		if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
+			return ship_failed(k, r, "preparing the shipment");
+		PQclear(r);
+		k->ship_prepared = true;
+	}
+	r = collect(k, PQsendQueryPrepared(k->conn, "taskprobe_ship", 1, &doc, NULL, NULL, 0));
 	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
 		return ship_failed(k, r, "shipping a task");
 	/* 0: shipped before (a resend), and the fleet's copy is whole. */

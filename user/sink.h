@@ -18,11 +18,12 @@ struct pg_conn; /* libpq's PGconn */
 
 struct sink {
 	struct pg_conn *conn;
-	char name[256]; /* postgresql://user@host:port/db: what messages call it */
-	char err[512];	/* the last error, one line, without the name */
-	bool conn_lost; /* the last error was the connection's, not one task's */
-	int timeout_s;	/* what a statement may take, client and server side */
-	long schema;	/* the fleet's schema version once read (0: no tables yet), else -1 */
+	char name[256];	    /* postgresql://user@host:port/db: what messages call it */
+	char err[512];	    /* the last error, one line, without the name */
+	bool conn_lost;	    /* the last error was the connection's, not one task's */
+	bool ship_prepared; /* this connection has the shipping statement */
+	int timeout_s;	    /* what a statement may take, client and server side */
+	long schema;	    /* the fleet's schema version once read (0: no tables yet), else -1 */
 };
 
 struct pg_result; /* libpq's PGresult */
