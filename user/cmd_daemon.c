@@ -782,8 +782,9 @@ static void reload(struct daemon *d)
 		tp_err("warning: max_tasks = %d takes effect at a restart of the daemon; %d until "
 		       "then",
 		       cfg.max_tasks, d->max_tasks);
-	bool sink_changed =
-		strcmp(cfg.sink, d->cfg.sink) || strcmp(cfg.sink_passfile, d->cfg.sink_passfile);
+	bool sink_changed = strcmp(cfg.sink, d->cfg.sink) ||
+			    strcmp(cfg.sink_passfile, d->cfg.sink_passfile) ||
+			    cfg.sink_retain_days != d->cfg.sink_retain_days;
 
 	d->cfg = cfg;
 	free(d->config_text);

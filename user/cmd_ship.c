@@ -15,6 +15,8 @@ static const char ship_usage[] =
 	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N] [--backfill] [--refused]\n"
 	"Sends the stored tasks that wait for the config's sink (a fleet PostgreSQL) now,\n"
 	"oldest first, whatever the backoff; the daemon and each run do it on their own.\n"
+	"With sink_retain_days, the fleet's tasks older than that go after (as the daemon's\n"
+	"do hourly).\n"
 	"  --max N         at most N tasks (default: all)\n"
 	"  --backfill      the tasks stored before the sink was configured go too\n"
 	"  --refused       the tasks the fleet refused go again (once it is fixed)\n";
@@ -27,6 +29,26 @@ static int requeue(struct store *s, bool refused, const char *which, const char 
 	if (n < 0)
 		return -1;
 	printf("%d task%s %s wait%s %s\n", n, n == 1 ? "" : "s", which, n == 1 ? "s" : "", when);
+	return 0;
+}
+
+/* With sink_retain_days, the fleet's old tasks go too: said in one line. */
+static int prune(const struct config *cfg)
+{
+	struct prune_result pr;
+
+	if (!cfg->sink_retain_days)
+		return 0;
+	if (ship_prune(cfg, 0, &pr)) {
+		tp_err("sink %s: %s; its tasks past sink_retain_days stay", pr.sink, pr.error);
+		return -1;
+	}
+	if (pr.busy)
+		printf("another host prunes the fleet now: its old tasks are left to it\n");
+	else
+		printf("pruned %ld task%s that started over %d day%s ago from the fleet\n",
+		       pr.pruned, pr.pruned == 1 ? "" : "s", cfg->sink_retain_days,
+		       cfg->sink_retain_days == 1 ? "" : "s");
 	return 0;
 }
 
@@ -115,5 +137,7 @@ int cmd_ship(int argc, char **argv)
 		       res.shipped, res.shipped == 1 ? "" : "s", res.sink, res.resent, res.refused,
 		       res.waiting);
 	store__close(s);
+	if (!rc && prune(&cfg))
+		rc = 1;
 	return rc || res.refused ? 1 : 0;
 }

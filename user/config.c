@@ -167,6 +167,11 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 			return -EINVAL;
 		return set_str(c->sink, sizeof(c->sink), val);
 	}
+	if (!strcmp(key, "sink_retain_days")) {
+		*why = "sink_retain_days takes whole days from 0 (the fleet keeps every task) to "
+		       "36500";
+		return set_int(&c->sink_retain_days, val, 0, 36500);
+	}
 	if (!strcmp(key, "sink_passfile")) {
 		*why = "sink_passfile takes the absolute path of a .pgpass file "
 		       "(host:port:database:user:password lines, mode 0600)";
@@ -174,7 +179,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 				     : -EINVAL;
 	}
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir, collect, sink, sink_passfile)";
+	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir, collect, sink, sink_passfile, sink_retain_days)";
 	return -EINVAL;
 }
 

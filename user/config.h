@@ -31,6 +31,7 @@ struct config {
 	unsigned collect;	      /* what the collector collects (collect.h) */
 	char sink[1024];	      /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
 	char sink_passfile[PATH_MAX]; /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
+	int sink_retain_days;	      /* the fleet's tasks older than this go (0: all stay) */
 };
 
 void config_defaults(struct config *c);

@@ -11,6 +11,12 @@
 #include "util.h"
 
 #define SHIP_BATCH 64
+/* Tasks a pruning statement deletes: about 70 rows each, a second or so. */
+#define PRUNE_BATCH 1000
+/* The daemon prunes the fleet hourly, for 10 s at most a time (sooner if more wait). */
+#define PRUNE_EVERY_NS (3600 * NS_PER_S)
+#define PRUNE_RETRY_NS (300 * NS_PER_S)
+#define PRUNE_BUDGET_NS (10 * NS_PER_S)
 #define NS_PER_S 1000000000ULL
 
 static __u64 backoff_ns(long failures)
@@ -125,6 +131,48 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 	return err < 0 ? -1 : 0;
 }
 
+int ship_prune(const struct config *cfg, __u64 budget_ns, struct prune_result *res)
+{
+	__u64 start = tp_now_ns();
+	__s64 before =
+		(__s64)tp_realtime_ns() - (__s64)cfg->sink_retain_days * 86400 * (__s64)NS_PER_S;
+	struct sink k;
+	long n;
+
+	memset(res, 0, sizeof(*res));
+	if (!cfg->sink[0] || cfg->sink_retain_days <= 0)
+		return 0;
+	if (sink_open(&k, cfg->sink, cfg->sink_passfile, false,
+		      budget_ns ? (int)(budget_ns / NS_PER_S) + 1 : 0)) {
+		snprintf(res->sink, sizeof(res->sink), "%s", k.name);
+		snprintf(res->error, sizeof(res->error), "%s", k.err);
+		sink_close(&k);
+		/* No tables yet: nothing to prune. */
+		return k.schema == 0 ? 0 : -1;
+	}
+	snprintf(res->sink, sizeof(res->sink), "%s", k.name);
+	for (;;) {
+		n = sink_prune(&k, before, PRUNE_BATCH);
+		if (n == -EBUSY) {
+			res->busy = true;
+			break;
+		}
+		if (n < 0) {
+			snprintf(res->error, sizeof(res->error), "%s", k.err);
+			break;
+		}
+		res->pruned += n;
+		if (n < PRUNE_BATCH)
+			break;
+		if (budget_ns && tp_now_ns() - start > budget_ns) {
+			res->more = true;
+			break;
+		}
+	}
+	sink_close(&k);
+	return n < 0 && n != -EBUSY ? -1 : 0;
+}
+
 int ship_name_sink(struct store *local, const struct config *cfg)
 {
 	char name[256], why[512];
@@ -134,10 +182,27 @@ int ship_name_sink(struct store *local, const struct config *cfg)
 	return store__sink_name(local, name) ? -1 : 0;
 }
 
+/* The daemon's pruning, when due (*next, monotonic): hourly, sooner while more wait. */
+static void prune_due(struct shipper *sh, __u64 *next)
+{
+	struct prune_result pr;
+
+	if (!sh->cfg.sink_retain_days || tp_now_ns() < *next)
+		return;
+	if (ship_prune(&sh->cfg, PRUNE_BUDGET_NS, &pr)) {
+		tp_err("sink %s: %s; its tasks past sink_retain_days stay until the next try",
+		       pr.sink, pr.error);
+		*next = tp_now_ns() + PRUNE_RETRY_NS;
+		return;
+	}
+	*next = pr.more ? 0 : tp_now_ns() + PRUNE_EVERY_NS;
+}
+
 static void *shipper_main(void *arg)
 {
 	struct shipper *sh = arg;
 	struct store *s = store__open(sh->db, true, sh->cfg.db_gid);
+	__u64 next_prune = 0;
 
 	if (!s)
 		return NULL;
@@ -155,12 +220,16 @@ static void *shipper_main(void *arg)
 		if (ship_round(s, &sh->cfg, 256, 0, false, &res) && res.error[0])
 			tp_err("sink %s: %s; %ld task%s kept locally", res.sink, res.error,
 			       res.waiting, res.waiting == 1 ? "" : "s");
+		prune_due(sh, &next_prune);
 		store__sink_state(s, &st);
 		pthread_mutex_lock(&sh->mu);
 		/* More waiting and no backoff: go on at once; else at the backoff or in 30 s. */
 		next = st.waiting && st.next_try_ns <= now ? now
 		       : st.waiting && st.next_try_ns	   ? st.next_try_ns
 							   : now + 30 * NS_PER_S;
+		/* Pruning left more to do: go on at once. */
+		if (sh->cfg.sink_retain_days && next_prune <= tp_now_ns())
+			next = now;
 		next = next > now ? next : now;
 		until.tv_sec = (time_t)(next / NS_PER_S);
 		until.tv_nsec = (long)(next % NS_PER_S);

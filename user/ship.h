@@ -39,6 +39,21 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 /* Names cfg's sink in the local store before any round: 0, or -1 if it is not one. */
 int ship_name_sink(struct store *local, const struct config *cfg);
 
+struct prune_result {
+	long pruned; /* tasks deleted from the fleet */
+	bool busy;   /* another host prunes now: nothing done */
+	bool more;   /* the budget ran out with more to go */
+	char sink[256];
+	char error[512];
+};
+
+/*
+ * The fleet's tasks that started over cfg's sink_retain_days ago go, with their rows,
+ * in batches, for budget_ns at most (0: no limit); one host at a time. 0 (also when
+ * sink_retain_days is 0 or the fleet has no tables yet), or -1 with res->error set.
+ */
+int ship_prune(const struct config *cfg, __u64 budget_ns, struct prune_result *res);
+
 /* The daemon's shipper: a thread with its own connection to the store. */
 struct shipper {
 	pthread_t thread;

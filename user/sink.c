@@ -15,6 +15,7 @@
 
 /* pg_advisory_xact_lock's key for migrations: "taskprob" in ASCII. */
 #define SINK_MIGRATION_LOCK "8386112019568947810"
+#define SINK_PRUNE_LOCK "8386112019568947811"
 
 /*
  * Each entry moves the fleet schema one version forward; never edit a shipped one.
@@ -447,4 +448,34 @@ int sink_ship(struct sink *k, const char *doc)
 	fresh = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
 	PQclear(r);
 	return fresh;
+}
+
+/* The lock's CTE is materialized (read twice): taken once, before the delete. */
+static const char prune_sql[] =
+	"WITH l AS (SELECT pg_try_advisory_xact_lock(" SINK_PRUNE_LOCK ") AS ok),"
+	" d AS (DELETE FROM taskprobe.tasks WHERE tid IN (SELECT tid FROM taskprobe.tasks"
+	"  WHERE (SELECT ok FROM l) AND start_ns < $1::bigint ORDER BY start_ns LIMIT $2::int)"
+	"  RETURNING 1)"
+	" SELECT (SELECT ok FROM l)::int, count(*) FROM d";
+
+long sink_prune(struct sink *k, __s64 before_ns, int n)
+{
+	char before[24], lim[16];
+	const char *params[] = { before, lim };
+	PGresult *r;
+	long gone;
+
+	snprintf(before, sizeof(before), "%lld", (long long)before_ns);
+	snprintf(lim, sizeof(lim), "%d", n);
+	k->conn_lost = false;
+	r = sink_run(k, prune_sql, 2, params, 0);
+	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		result_err(k, r, "pruning the fleet");
+		k->conn_lost = true;
+		PQclear(r);
+		return -1;
+	}
+	gone = strcmp(PQgetvalue(r, 0, 0), "1") ? -EBUSY : atol(PQgetvalue(r, 0, 1));
+	PQclear(r);
+	return gone;
 }

@@ -51,6 +51,12 @@ void sink_close(struct sink *k);
  */
 int sink_ship(struct sink *k, const char *doc);
 /*
+ * Deletes the fleet's tasks that started before before_ns (with their rows), oldest
+ * first, up to n of them, in one statement under an advisory lock that another host
+ * pruning holds: how many went, -EBUSY when another host prunes now, or -1 with k->err.
+ */
+long sink_prune(struct sink *k, __s64 before_ns, int n);
+/*
  * One statement (or several without parameters), answered within k->timeout_s: its
  * result (an error one too), or NULL when none came (k->conn is then closed).
  */

@@ -10,6 +10,7 @@
 # 52 metrics, labels, histograms, network rows and series block each), then
 # `taskprobe ship`: tasks per second, with an empty fleet each run (new) and with the
 # fleet holding them all (resent: the idempotent path).
+# Pruning: sink_retain_days = 7 over those 14 days, once, timed whole.
 # Queries: TASKS tasks over 14 days from HOSTS hosts (4 instance types, 3 pools), 13
 # metrics and 2 remote hosts each, made in SQL; `taskprobe count`/`list` timed whole.
 # The server is sized as a fleet's would be (shared_buffers 2GB, work_mem 64MB);
@@ -141,3 +142,11 @@ want=$(psql_fleet "SELECT sum(value) FROM taskprobe.metrics WHERE name = 'proc.e
 got=$("$TP" count proc.execs --db "$sink" --config "$conf" --json | sed -n 's/^  "sum": \(.*\)$/\1/p')
 [ "$got" = "$want" ] || { echo "count says $got, SQL $want" >&2; exit 1; }
 echo "count proc.execs over every task: $got, as SQL's own sum"
+
+# Pruning: sink_retain_days = 7 over the 14 days, once (it deletes): tasks per second.
+before=$(psql_fleet "SELECT count(*) FROM taskprobe.tasks")
+printf 'sink_retain_days = 7\n' >>"$conf"
+us=$(elapsed_us "$TP" ship --config "$conf")
+after=$(psql_fleet "SELECT count(*) FROM taskprobe.tasks")
+awk -v n=$((before - after)) -v us="$us" -v left="$after" \
+	'BEGIN { printf "pruning %d tasks older than 7 days: %.0f ms, %.0f tasks/s; %d left\n", n, us / 1000, n / (us / 1e6), left }'

@@ -560,6 +560,21 @@ TEST(TIER_E2E, fleet_bad_sinks_say_one_line_and_never_the_password)
 	no_secret(&r, l.pw, "ship");
 }
 
+/* Another host's session holding advisory lock key for secs: its pid once held, or -1. */
+static pid_t hold_lock(const struct lab *l, const char *key, int secs)
+{
+	char sql[160];
+	pid_t p;
+
+	snprintf(sql, sizeof(sql),
+		 "BEGIN; SELECT pg_advisory_xact_lock(%s); SELECT pg_sleep(%d); COMMIT", key, secs);
+	p = tu_spawn((char *[]){ "scripts/pglab/pglab.sh", "psql", (char *)l->dir, sql, NULL });
+	if (!wait_num(l, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+		      1))
+		return -1;
+	return p;
+}
+
 TEST(TIER_E2E, fleet_migration_waits_for_another_host)
 {
 	struct tu_result r;
@@ -579,15 +594,8 @@ TEST(TIER_E2E, fleet_migration_waits_for_another_host)
 	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
 	host_init(&b, &l, "worker-b", "m5.large", NULL, NULL);
 	/* Another host "migrating": the migration lock held for a while. */
-	locker = tu_spawn((char *[]){ "scripts/pglab/pglab.sh", "psql", (char *)l.dir,
-				      "BEGIN; SELECT pg_advisory_xact_lock(8386112019568947810);"
-				      " SELECT pg_sleep(3); COMMIT",
-				      NULL });
-	ASSERT_TRUE(
-		wait_num(&l,
-			 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
-			 1),
-		"the lock is held");
+	locker = hold_lock(&l, "8386112019568947810", 3);
+	ASSERT_TRUE(locker > 0, "the lock is held");
 	snprintf(sa, sizeof(sa),
 		 "exec unshare -u sh -c 'hostname worker-a && exec %s ship --config %s' >/dev/null",
 		 tu_bin(), a.conf);
@@ -856,6 +864,104 @@ TEST(TIER_E2E, fleet_refused_task_stays_local_and_the_rest_ship)
 	c = tu_find(json_get(tu_parse_json(r.out), "checks"), "name", "sink");
 	CHECK(c && json_get(c, "ok")->b && strstr(json_str(c, "detail"), "; 0 waiting, 0 refused"),
 	      "doctor: well again: %s", r.out);
+}
+
+/* h's config with one more line. */
+static void conf_add(const struct host *h, const char *line)
+{
+	FILE *f = fopen(h->conf, "a");
+
+	if (CHECK(f != NULL, "open %s", h->conf)) {
+		fputs(line, f);
+		fclose(f);
+	}
+}
+
+#define DAY_NS "86400000000000"
+
+/*
+ * sink_retain_days: `ship` deletes the fleet's tasks that started before it, with
+ * all their rows, and none after; never while another host prunes (its lock held);
+ * the host's own store keeps everything; the daemon prunes on its own.
+ */
+TEST(TIER_E2E, fleet_retention_prunes_old_tasks_one_host_at_a_time)
+{
+	char sock[512], log[512], cmd[2048], id[16];
+	long metrics, net, hists;
+	struct tu_result r;
+	pid_t locker, d;
+	struct host h;
+	struct lab l;
+
+	if (!lab_up(&l))
+		return;
+	host_init(&h, &l, "worker-p", "m5.large", NULL, NULL);
+	conf_add(&h, "sink_retain_days = 7\n");
+	for (int i = 1; i <= 4; i++) {
+		snprintf(id, sizeof(id), "p-%d", i);
+		ASSERT_EQ(run_task(&h, id, i, 1, &r), 0, "a task");
+	}
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 4, "all four shipped");
+	tu_psql(l.dir,
+		"UPDATE taskprobe.tasks SET start_ns = start_ns - 8 * " DAY_NS
+		" WHERE id IN ('p-1', 'p-2');"
+		" UPDATE taskprobe.tasks SET start_ns = start_ns - 6 * " DAY_NS " WHERE id = 'p-3'",
+		&r);
+	ASSERT_EQ(r.status, 0, "two tasks 8 days old, one 6");
+	metrics = psql_num(&l, "SELECT count(*) FROM taskprobe.metrics m JOIN taskprobe.tasks t"
+			       " ON t.tid = m.task WHERE t.id IN ('p-3', 'p-4')");
+	net = psql_num(&l, "SELECT count(*) FROM taskprobe.net m JOIN taskprobe.tasks t"
+			   " ON t.tid = m.task WHERE t.id IN ('p-3', 'p-4')");
+	hists = psql_num(&l, "SELECT count(*) FROM taskprobe.histograms m JOIN taskprobe.tasks t"
+			     " ON t.tid = m.task WHERE t.id IN ('p-3', 'p-4')");
+	ASSERT_TRUE(metrics > 0 && net > 0 && hists > 0, "the kept tasks have rows");
+
+	/* Another host pruning: its lock held, this one leaves it alone. */
+	locker = hold_lock(&l, "8386112019568947811", 30);
+	ASSERT_TRUE(locker > 0, "the lock is held");
+	ASSERT_EQ(ship(&h, &r), 0, "ship while another host prunes");
+	CHECK(strstr(r.out, "another host prunes the fleet now"), "said: %s", r.out);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 4, "nothing pruned");
+	kill(locker, SIGTERM);
+	waitpid(locker, NULL, 0);
+	tu_psql(l.dir, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'",
+		&r);
+	ASSERT_TRUE(wait_num(&l,
+			     "SELECT (count(*) = 0)::int FROM pg_locks WHERE locktype = 'advisory'",
+			     1),
+		    "the lock is free");
+
+	ASSERT_EQ(ship(&h, &r), 0, "ship");
+	CHECK(strstr(r.out, "pruned 2 tasks that started over 7 days ago from the fleet"),
+	      "said: %s", r.out);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks WHERE id IN ('p-3', 'p-4')"),
+		  2, "the newer two stay");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2, "the older two went");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.metrics"), metrics,
+		  "their metrics went with them, the others' stayed");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.net"), net, "their remote hosts");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.histograms"), hists,
+		  "their histograms");
+	ASSERT_EQ(local_num(h.db, "SELECT COUNT(*) FROM tasks"), 4, "the host keeps its own");
+	ASSERT_EQ(ship(&h, &r), 0, "ship again");
+	CHECK(strstr(r.out, "pruned 0 tasks"), "nothing more: %s", r.out);
+
+	/* The daemon prunes as it starts, then hourly. */
+	tu_psql(l.dir,
+		"UPDATE taskprobe.tasks SET start_ns = start_ns - 2 * " DAY_NS " WHERE id = 'p-3'",
+		&r);
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("prune.sock"));
+	snprintf(log, sizeof(log), "%s", tu_tmp("prune.log"));
+	snprintf(cmd, sizeof(cmd), "exec %s daemon --config %s --socket=%s --listen=off 2>%s",
+		 tu_bin(), h.conf, sock, log);
+	d = tu_spawn((char *[]){ "/bin/sh", "-c", cmd, NULL });
+	CHECK(wait_num(&l, "SELECT (count(*) = 1)::int FROM taskprobe.tasks", 1),
+	      "the daemon pruned the third: %ld tasks left",
+	      psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"));
+	kill(d, SIGTERM);
+	waitpid(d, NULL, 0);
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks WHERE id = 'p-4'"), 1,
+		  "the newest stays");
 }
 
 /*

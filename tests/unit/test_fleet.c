@@ -143,6 +143,13 @@ TEST(TIER_UNIT, config_sink_lines)
 	ASSERT_EQ(config_parse(&c, "t.conf", "sink = /var/fleet.db\n"), -EINVAL, "a path");
 	ASSERT_EQ(config_parse(&c, "t.conf", "sink_passfile = relative\n"), -EINVAL,
 		  "a relative passfile");
+	ASSERT_EQ(c.sink_retain_days, 0, "the fleet keeps every task by default");
+	ASSERT_OK(config_parse(&c, "t.conf", "sink_retain_days = 90\n"), "sink_retain_days");
+	ASSERT_EQ(c.sink_retain_days, 90, "90 days");
+	ASSERT_EQ(config_parse(&c, "t.conf", "sink_retain_days = -1\n"), -EINVAL, "negative");
+	ASSERT_EQ(config_parse(&c, "t.conf", "sink_retain_days = 36501\n"), -EINVAL, "too many");
+	ASSERT_EQ(config_parse(&c, "t.conf", "sink_retain_days = 7d\n"), -EINVAL, "a suffix");
+	ASSERT_EQ(c.sink_retain_days, 90, "a bad line changes nothing");
 }
 
 static long count_rows(const char *path, const char *sql)
