@@ -322,7 +322,7 @@ static int count_row(void *ctx, const struct store_count_row *r)
 
 static void get_count(struct api *api, const struct api_req *rq, struct answer *a)
 {
-	const char *metric = arg(rq, "metric"), *by = arg(rq, "by"), *host = arg(rq, "host");
+	const char *metric = arg(rq, "metric"), *by = arg(rq, "by"), *host = arg(rq, "host"), *why;
 	struct count_out co = { &a->w, 0, 0 };
 	struct params p;
 	int has;
@@ -332,8 +332,8 @@ static void get_count(struct api *api, const struct api_req *rq, struct answer *
 		     !metric ? "metric= is required" : "invalid metric or by");
 		return;
 	}
-	if (host && (!*host || strlen(host) > 253)) {
-		fail(a, MHD_HTTP_BAD_REQUEST, "invalid host glob");
+	if (host && !query_valid_glob(host, &why)) {
+		fail(a, MHD_HTTP_BAD_REQUEST, "invalid host glob: %s", why);
 		return;
 	}
 	if (!parse_filters(rq, a, &p))

@@ -176,6 +176,10 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 			q->by = optarg;
 			break;
 		case Q_HOST:
+			if (!query_valid_glob(optarg, &why)) {
+				tp_err("%s: invalid --host '%.64s': %s", cmd, optarg, why);
+				return -EINVAL;
+			}
 			q->host = optarg;
 			break;
 		case 'v':

@@ -156,6 +156,30 @@ bool query_valid_name(const char *s)
 	return true;
 }
 
+bool query_valid_glob(const char *g, const char **why)
+{
+	size_t n = strlen(g);
+
+	if (!n || n > QUERY_GLOB_MAX) {
+		*why = "1 to 253 characters";
+		return false;
+	}
+	/* An unclosed set matches nothing locally: refused rather than a silent zero. */
+	for (; *g; g++) {
+		if (*g != '[')
+			continue;
+		g += g[1] == '^' ? 2 : 1;
+		if (*g == ']')
+			g++;
+		g = strchr(g, ']');
+		if (!g) {
+			*why = "a '[' without its ']'";
+			return false;
+		}
+	}
+	return true;
+}
+
 const char *query_hist_name(const char *name)
 {
 	const struct hist_desc *d = hist_desc_find(name);

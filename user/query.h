@@ -55,6 +55,12 @@ void query_json_hist(struct jw *w, const struct store_hist_row *r);
 void query_json_group(struct jw *w, const struct store_count_row *r);
 /* Metric and label names: 1 to 200 of A-Z a-z 0-9 _ . - */
 bool query_valid_name(const char *s);
+/*
+ * A --host glob (* ? [...], as SQLite's GLOB): 1 to 253 characters, every '[' closed
+ * (']' first in a set, or after '^', is a member). Else false with why said.
+ */
+#define QUERY_GLOB_MAX 253
+bool query_valid_glob(const char *g, const char **why);
 /* The name of phase number i (1-based) of a record's phases, or "#i" when not known. */
 const char *query_phase_at(const struct json *phases, size_t i, char *buf, size_t len);
 /*

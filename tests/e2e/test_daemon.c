@@ -289,6 +289,10 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	ASSERT_EQ(http_get(&r, url, NULL), 404, "an unknown id");
 	snprintf(url, sizeof(url), "%s/api/v1/count?metric=no.such", base);
 	ASSERT_EQ(http_get(&r, url, NULL), 404, "an unknown metric");
+	snprintf(url, sizeof(url), "%s/api/v1/count?metric=proc.execs&host=worker-%%5Bab", base);
+	ASSERT_EQ(http_get(&r, url, NULL), 400, "an unclosed set in host");
+	ASSERT_STREQ(json_str(tu_parse_json(r.out), "error"),
+		     "invalid host glob: a '[' without its ']'", "says why, in JSON");
 
 	tu_tp(&r, 30, "task", "end", "t1", sock_opt, NULL);
 	ASSERT_EQ(r.status, 1, "ended already");

@@ -73,6 +73,11 @@ TEST(TIER_E2E, count_groups_and_sums)
 	ASSERT_TRUE(!strncmp(r.err, "taskprobe: ", 11), "one error line");
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--since", "soon", NULL);
 	ASSERT_EQ(r.status, 2, "bad duration");
+	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--host", "worker-[ab", NULL);
+	ASSERT_EQ(r.status, 2, "an unclosed set in --host");
+	ASSERT_STREQ(r.err,
+		     "taskprobe: count: invalid --host 'worker-[ab': a '[' without its ']'\n",
+		     "--host: one line naming the glob");
 	tu_tp(&r, 30, "show", "no-such-task", "--db", db, NULL);
 	ASSERT_EQ(r.status, 1, "unknown task");
 

@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "json.h"
 #include "pgstore.h"
+#include "query.h"
 #include "sink.h"
 #include "store.h"
 #include "testutil.h"
@@ -82,6 +83,37 @@ TEST(TIER_UNIT, glob_regex_agrees_with_fnmatch)
 	}
 	ASSERT_EQ(pgstore_glob_regex("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", re, 16), -ENOSPC,
 		  "too long for the buffer");
+}
+
+/* --host globs: an unclosed set is refused (SQLite's GLOB would match nothing). */
+TEST(TIER_UNIT, host_globs_checked_before_any_store)
+{
+	static const char *const good[] = {
+		"*.s3.amazonaws.com", "worker-[ab]", "[]]", "[^]]x", "a]b", "[a-z]*[0-9]", "?"
+	};
+	static const char *const bad[] = { "", "[", "a[b", "[^", "[]", "[^]", "x[a-z]*[0-9" };
+	char re[600], long_glob[QUERY_GLOB_MAX + 2];
+	const char *why;
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		regex_t rx;
+
+		if (!CHECK(query_valid_glob(good[i], &why), "'%s' refused", good[i]))
+			continue;
+		/* Whatever passes becomes a regular expression that compiles. */
+		ASSERT_OK(pgstore_glob_regex(good[i], re, sizeof(re)), good[i]);
+		if (CHECK(!regcomp(&rx, re, REG_EXTENDED | REG_NOSUB), "regcomp '%s'", re))
+			regfree(&rx);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(!query_valid_glob(bad[i], &why) && why && *why, "'%s' taken", bad[i]);
+	memset(long_glob, 'a', sizeof(long_glob) - 1);
+	long_glob[QUERY_GLOB_MAX] = '\0';
+	ASSERT_TRUE(query_valid_glob(long_glob, &why), "253 characters");
+	ASSERT_OK(pgstore_glob_regex(long_glob, re, sizeof(re)), "the longest as a regex");
+	long_glob[QUERY_GLOB_MAX] = 'a';
+	long_glob[QUERY_GLOB_MAX + 1] = '\0';
+	ASSERT_FALSE(query_valid_glob(long_glob, &why), "254 characters");
 }
 
 TEST(TIER_UNIT, sink_strings_never_hold_a_password)
