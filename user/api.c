@@ -216,7 +216,7 @@ static bool find_task(struct api *api, const char *id, struct store_task *t, str
 		fail(a, MHD_HTTP_BAD_REQUEST, "invalid task id: use " TP_ID_RULE);
 		return false;
 	}
-	err = store__find(api->store, id, t);
+	err = store__find(api->store, id, NULL, t);
 	if (err == -ENOENT)
 		fail(a, MHD_HTTP_NOT_FOUND, "no stored task '%s'", id);
 	else if (err)

@@ -21,6 +21,7 @@
 
 const char export_usage[] =
 	"usage: taskprobe export ID --format FORMAT [-o FILE] [--db PATH] [--config PATH]\n"
+	"                        [--host NAME]  (the task of this worker host, a glob)\n"
 	"A stored task in a format other tools open:\n"
 	"  chrome-trace  Trace Event JSON (Perfetto, chrome://tracing): the task and its\n"
 	"                phases as durations, each process as a duration on its own\n"
@@ -309,10 +310,11 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *db = NULL, *config = NULL, *format = NULL;
+	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *why, *format = NULL;
 	struct export x = { 0 };
 	struct query_task q;
 	int opt, fmt = -1, err, ret;
@@ -332,6 +334,13 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 'c':
 			config = optarg;
+			break;
+		case 'H':
+			if (!query_valid_glob(optarg, &why)) {
+				tp_err("export: invalid --host '%.64s': %s", optarg, why);
+				return 2;
+			}
+			host = optarg;
 			break;
 		case 'h':
 			fputs(export_usage, stdout);
@@ -356,7 +365,7 @@ int cmd_export(int argc, char **argv)
 	x.id = argv[optind];
 	x.fmt = (enum export_format)fmt;
 	ret = 1;
-	if (query_load_task(&q, db, config, x.id, fmt != EXPORT_CSV, "export"))
+	if (query_load_task(&q, db, config, x.id, host, fmt != EXPORT_CSV, "export"))
 		goto out;
 	x.rec = q.rec;
 	x.record_text = q.st.record;

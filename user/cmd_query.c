@@ -25,15 +25,18 @@ const char list_usage[] =
 	"  --status S      running, exited, signaled, lost, not_found, exec_failed,\n"
 	"                  ended or interrupted\n"
 	"  --limit N       at most N tasks (default 50)\n";
-const char show_usage[] =
-	"usage: taskprobe show ID\nOne stored task's summary (the newest with that id).\n";
+#define HOST_HELP                                                                                  \
+	"  --host NAME     the task of this worker host (a glob), where hosts reuse ids\n"         \
+	"                  (a fleet's --db postgresql://...)\n"
+const char show_usage[] = "usage: taskprobe show ID [--host NAME]\n"
+			  "One stored task's summary (the newest with that id).\n" HOST_HELP;
 const char hist_usage[] =
-	"usage: taskprobe hist ID [NAME]\nA stored task's histograms as text bars: "
-	"cpu.runq_latency (runq),\nio.latency (io), net.tcp.connect_latency (tcp_connect).\n";
+	"usage: taskprobe hist ID [NAME] [--host NAME]\nA stored task's histograms as text bars: "
+	"cpu.runq_latency (runq),\nio.latency (io), net.tcp.connect_latency (tcp_connect).\n" HOST_HELP;
 const char series_usage[] =
-	"usage: taskprobe series ID [--points N]\n"
+	"usage: taskprobe series ID [--points N] [--host NAME]\n"
 	"A stored task's time series in N buckets over its life (default 20), each with\n"
-	"min, mean and max, so that a one-sample spike survives.\n";
+	"min, mean and max, so that a one-sample spike survives.\n" HOST_HELP;
 const char count_usage[] =
 	"usage: taskprobe count METRIC [--since DUR] [--label K=V]... [--by LABEL]\n"
 	"                       [--host GLOB]\n"
@@ -227,6 +230,7 @@ static void to_filter(const struct qopts *q, struct store_filter *f)
 
 struct list_out {
 	bool json;
+	bool hosts; /* a fleet's list: each task's host too */
 	struct jw w;
 };
 
@@ -244,6 +248,8 @@ static int list_task(void *ctx, const struct store_task_row *r)
 	/* "MM-DD HH:MM:SS": the year is rarely news, and the line stays in 80 columns. */
 	when[10] = ' ';
 	when[19] = '\0';
+	if (lo->hosts)
+		printf("%-20.20s ", r->host ? r->host : "");
 	printf("%-25.25s %-11s %-14s %8s %8s %9s\n", r->id, r->status, when + 5,
 	       r->ended ? tp_fmt_dur(wall, sizeof(wall), r->wall_ns) : "-",
 	       r->ended ? tp_fmt_dur(cpu, sizeof(cpu), (__u64)r->cpu_ns) : "-",
@@ -265,10 +271,13 @@ int cmd_list(int argc, char **argv)
 	if (!s)
 		return EXIT_RUNTIME;
 	lo.json = q.json;
+	lo.hosts = store__is_fleet(s);
 	if (q.json) {
 		jw_init(&lo.w, stdout, true);
 		jw_arr_begin(&lo.w);
 	} else {
+		if (lo.hosts)
+			printf("%-20s ", "HOST");
 		printf("%-25s %-11s %-14s %8s %8s %9s\n", "ID", "STATUS", "START (UTC)", "WALL",
 		       "CPU", "PEAK MEM");
 	}
@@ -297,9 +306,7 @@ static struct store *open_task(int argc, char **argv, const char *allowed, int m
 	s = open_db(q);
 	if (!s)
 		return NULL;
-	rc = store__find(s, q->args[0], t);
-	if (rc == -ENOENT)
-		tp_err("no stored task '%s'; 'taskprobe list' shows them", q->args[0]);
+	rc = query_find_task(s, q->args[0], q->host, t, NULL);
 	if (rc) {
 		store__close(s);
 		s = NULL;
@@ -316,7 +323,7 @@ int cmd_show(int argc, char **argv)
 	struct store *s;
 	int ret;
 
-	s = open_task(argc, argv, "", 1, show_usage, &q, &ref, &ret);
+	s = open_task(argc, argv, "host", 1, show_usage, &q, &ref, &ret);
 	if (!s)
 		return ret;
 	ret = EXIT_RUNTIME;
@@ -393,7 +400,7 @@ int cmd_hist(int argc, char **argv)
 	struct store *s;
 	int ret, err;
 
-	s = open_task(argc, argv, "", 2, hist_usage, &q, &ref, &ret);
+	s = open_task(argc, argv, "host", 2, hist_usage, &q, &ref, &ret);
 	if (!s)
 		return ret;
 	ret = EXIT_RUNTIME;
@@ -436,7 +443,7 @@ int cmd_series(int argc, char **argv)
 	struct jw w;
 	int ret, damaged;
 
-	s = open_task(argc, argv, "points", 1, series_usage, &q, &ref, &ret);
+	s = open_task(argc, argv, "points host", 1, series_usage, &q, &ref, &ret);
 	if (!s)
 		return ret;
 	ret = EXIT_RUNTIME;

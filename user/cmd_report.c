@@ -17,14 +17,15 @@
 
 const char report_usage[] =
 	"usage: taskprobe report ID [-o FILE] [--format html|markdown] [--db PATH]\n"
-	"                        [--config PATH]\n"
+	"                        [--config PATH] [--host NAME]\n"
 	"A stored task for people. html (default): one self-contained file (inline SVG and\n"
 	"CSS, nothing fetched; opens offline): timelines of CPU, memory, disk and processes\n"
 	"on one UTC time axis with the phases as bands and notable events as markers,\n"
 	"latency histograms, programs by CPU, network, phases, labels and host.\n"
 	"markdown: the same figures for a CI job page (a Mermaid gantt of the phases,\n"
 	"tables, long ones in <details>).\n"
-	"  -o FILE   write FILE (whole, or not at all) instead of standard output\n";
+	"  -o FILE      write FILE (whole, or not at all) instead of standard output\n"
+	"  --host NAME  the task of this worker host (a glob), where hosts reuse ids\n";
 
 struct report_job {
 	bool markdown;
@@ -45,10 +46,11 @@ int cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *db = NULL, *config = NULL, *id;
+	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *why, *id;
 	struct report_job job;
 	struct query_task q;
 	bool markdown = false;
@@ -74,6 +76,13 @@ int cmd_report(int argc, char **argv)
 		case 'c':
 			config = optarg;
 			break;
+		case 'H':
+			if (!query_valid_glob(optarg, &why)) {
+				tp_err("report: invalid --host '%.64s': %s", optarg, why);
+				return 2;
+			}
+			host = optarg;
+			break;
 		case 'h':
 			fputs(report_usage, stdout);
 			return 0;
@@ -92,7 +101,7 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: invalid task id: use " TP_ID_RULE);
 		return 2;
 	}
-	if (query_load_task(&q, db, config, id, true, "report"))
+	if (query_load_task(&q, db, config, id, host, true, "report"))
 		goto out;
 	job = (struct report_job){ markdown, { q.rec, q.pts, q.n, q.labels, q.nlabels } };
 	if (!out)

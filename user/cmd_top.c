@@ -159,7 +159,7 @@ static int store_row(void *ctx, const struct store_task_row *row)
 	r = &t->rows[t->n];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->id, sizeof(r->id), "%s", row->id);
-	if (!store__find(t->store, row->id, &st)) {
+	if (!store__find(t->store, row->id, NULL, &st)) {
 		r->wall_ns = st.wall_ns;
 		if (!store__series(t->store, st.tid, &pts, &n, &damaged) && n) {
 			const __s64 *v = pts[n - 1].v;

@@ -67,25 +67,6 @@ static const char *val(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
 }
 
-/* The filter's labels as the jsonb object that tasks.labels must contain. */
-static char *labels_json(const struct store_filter *f)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	struct jw w;
-
-	if (!m)
-		return NULL;
-	jw_init(&w, m, false);
-	jw_obj_begin(&w);
-	for (int i = 0; i < f->nlabels; i++)
-		jw_kstr(&w, f->labels[i].key, f->labels[i].val);
-	jw_obj_end(&w);
-	fclose(m);
-	return buf;
-}
-
 static void cat(char *sql, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void cat(char *sql, size_t len, const char *fmt, ...)
@@ -98,10 +79,115 @@ static void cat(char *sql, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The filter's labels as a condition on t.labels (jsonb containment, GIN-indexed):
+ * *labels holds its parameter until the query has run (NULL without labels).
+ */
+static int where_labels(struct params *p, const struct store_filter *f, char *sql, size_t len,
+			char **labels)
+{
+	size_t n = 0;
+	FILE *m;
+	struct jw w;
+
+	*labels = NULL;
+	if (!f->nlabels)
+		return 0;
+	m = open_memstream(labels, &n);
+	if (!m)
+		return -ENOMEM;
+	jw_init(&w, m, false);
+	jw_obj_begin(&w);
+	for (int i = 0; i < f->nlabels; i++)
+		jw_kstr(&w, f->labels[i].key, f->labels[i].val);
+	jw_obj_end(&w);
+	if (fclose(m)) {
+		free(*labels);
+		*labels = NULL;
+		return -ENOMEM;
+	}
+	p_text(p, *labels);
+	cat(sql, len, " AND t.labels @> $%d::jsonb", p->n);
+	return 0;
+}
+
+int pgstore_glob_regex(const char *glob, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (len < 3)
+		return -ENOSPC;
+	out[o++] = '^';
+	for (const char *g = glob; *g; g++) {
+		if (o + 6 >= len)
+			return -ENOSPC;
+		if (*g == '*') {
+			out[o++] = '.';
+			out[o++] = '*';
+		} else if (*g == '?') {
+			out[o++] = '.';
+		} else if (*g == '[' && strchr(g + 1, ']')) {
+			/* A set, as GLOB has it: [abc], [a-z], [^abc]; ']' first is a member. */
+			const char *end = strchr(g + (g[1] == '^' ? 3 : 2), ']');
+
+			if (!end)
+				end = strchr(g + 1, ']');
+			for (; g <= end; g++) {
+				if (o + 3 >= len)
+					return -ENOSPC;
+				if (*g == '\\')
+					out[o++] = '\\';
+				out[o++] = *g;
+			}
+			g--;
+		} else {
+			if (strchr(".^$|()[]{}+\\*?", *g))
+				out[o++] = '\\';
+			out[o++] = *g;
+		}
+	}
+	out[o++] = '$';
+	out[o] = '\0';
+	return 0;
+}
+
+int pgstore_glob_like(const char *glob, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (strchr(glob, '['))
+		return -EINVAL;
+	for (const char *g = glob; *g; g++) {
+		if (o + 3 >= len)
+			return -ENOSPC;
+		if (*g == '%' || *g == '_' || *g == '\\')
+			out[o++] = '\\';
+		out[o++] = *g == '*' ? '%' : *g == '?' ? '_' : *g;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/*
+ * A --host glob for PostgreSQL: a LIKE pattern (the index-friendly, cheaper test), or
+ * with a [set] an anchored regular expression; *op says which ("LIKE" or "~").
+ */
+static int host_pattern(struct sink *k, const char *glob, char *pat, size_t len, const char **op)
+{
+	*op = "LIKE";
+	if (!pgstore_glob_like(glob, pat, len))
+		return 0;
+	*op = "~";
+	if (!pgstore_glob_regex(glob, pat, len))
+		return 0;
+	tp_err("fleet %s: --host: the glob is too long", k->name);
+	return -EINVAL;
+}
+
 int pgstore__list(struct sink *k, const struct store_filter *f, long limit, store_task_fn fn,
 		  void *ctx)
 {
-	char sql[1024], *labels = NULL;
+	char sql[1024], *labels;
 	struct params p = { 0 };
 	PGresult *r;
 
@@ -112,16 +198,11 @@ int pgstore__list(struct sink *k, const struct store_filter *f, long limit, stor
 		"SELECT t.id, t.status, t.start_ns, t.wall_ns, t.exit_status, t.command,"
 		" (SELECT value FROM taskprobe.metrics WHERE task = t.tid AND name = 'cpu.time_ns'),"
 		" (SELECT value FROM taskprobe.metrics WHERE task = t.tid"
-		" AND name = 'mem.peak_bytes')"
+		" AND name = 'mem.peak_bytes'), t.host"
 		" FROM taskprobe.tasks t WHERE t.start_ns >= $1");
 	p_num(&p, f->since_ns);
-	if (f->nlabels) {
-		labels = labels_json(f);
-		if (!labels)
-			return -ENOMEM;
-		p_text(&p, labels);
-		cat(sql, sizeof(sql), " AND t.labels @> $%d::jsonb", p.n);
-	}
+	if (where_labels(&p, f, sql, sizeof(sql), &labels))
+		return -ENOMEM;
 	/* Only ended and lost tasks are shipped: the stored status is the live one. */
 	if (f->status) {
 		p_text(&p, f->status);
@@ -144,6 +225,7 @@ int pgstore__list(struct sink *k, const struct store_filter *f, long limit, stor
 			.command = val(r, i, 5),
 			.cpu_ns = strtod(PQgetvalue(r, i, 6), NULL),
 			.peak_mem_bytes = strtod(PQgetvalue(r, i, 7), NULL),
+			.host = val(r, i, 8),
 		};
 
 		if (fn(ctx, &row))
@@ -153,18 +235,26 @@ int pgstore__list(struct sink *k, const struct store_filter *f, long limit, stor
 	return 0;
 }
 
-int pgstore__find(struct sink *k, const char *id, struct store_task *t)
+int pgstore__find(struct sink *k, const char *id, const char *host, struct store_task *t)
 {
+	const char *op = "LIKE";
 	struct params p = { 0 };
+	char sql[512], pat[520];
 	PGresult *r;
 	int err = -ENOENT;
 
 	memset(t, 0, sizeof(*t));
+	if (host && host_pattern(k, host, pat, sizeof(pat), &op))
+		return -EIO;
 	p_text(&p, id);
-	r = query(k,
-		  "SELECT tid, status, record, wall_ns, start_ns FROM taskprobe.tasks WHERE id = $1"
-		  " ORDER BY start_ns DESC, tid DESC LIMIT 1",
-		  &p, 0);
+	snprintf(sql, sizeof(sql),
+		 "SELECT tid, status, record, wall_ns, start_ns, host,"
+		 " (SELECT count(DISTINCT host) FROM taskprobe.tasks WHERE id = $1)"
+		 " FROM taskprobe.tasks WHERE id = $1%s ORDER BY start_ns DESC, tid DESC LIMIT 1",
+		 host ? (*op == '~' ? " AND host ~ $2" : " AND host LIKE $2") : "");
+	if (host)
+		p_text(&p, pat);
+	r = query(k, sql, &p, 0);
 	if (!r)
 		return -EIO;
 	if (PQntuples(r) == 1) {
@@ -176,6 +266,8 @@ int pgstore__find(struct sink *k, const char *id, struct store_task *t)
 		t->wall_ns = val(r, 0, 3)
 				     ? strtoull(PQgetvalue(r, 0, 3), NULL, 10)
 				     : tp_realtime_ns() - strtoull(PQgetvalue(r, 0, 4), NULL, 10);
+		snprintf(t->host, sizeof(t->host), "%s", PQgetvalue(r, 0, 5));
+		t->hosts = strtol(PQgetvalue(r, 0, 6), NULL, 10);
 		err = rec && !t->record ? -ENOMEM : 0;
 	}
 	PQclear(r);
@@ -277,84 +369,23 @@ int pgstore__has_metric(struct sink *k, const char *metric)
 	return has;
 }
 
-int pgstore_glob_regex(const char *glob, char *out, size_t len)
-{
-	size_t o = 0;
-
-	if (len < 3)
-		return -ENOSPC;
-	out[o++] = '^';
-	for (const char *g = glob; *g; g++) {
-		if (o + 6 >= len)
-			return -ENOSPC;
-		if (*g == '*') {
-			out[o++] = '.';
-			out[o++] = '*';
-		} else if (*g == '?') {
-			out[o++] = '.';
-		} else if (*g == '[' && strchr(g + 1, ']')) {
-			/* A set, as GLOB has it: [abc], [a-z], [^abc]; ']' first is a member. */
-			const char *end = strchr(g + (g[1] == '^' ? 3 : 2), ']');
-
-			if (!end)
-				end = strchr(g + 1, ']');
-			for (; g <= end; g++) {
-				if (o + 3 >= len)
-					return -ENOSPC;
-				if (*g == '\\')
-					out[o++] = '\\';
-				out[o++] = *g;
-			}
-			g--;
-		} else {
-			if (strchr(".^$|()[]{}+\\*?", *g))
-				out[o++] = '\\';
-			out[o++] = *g;
-		}
-	}
-	out[o++] = '$';
-	out[o] = '\0';
-	return 0;
-}
-
-int pgstore_glob_like(const char *glob, char *out, size_t len)
-{
-	size_t o = 0;
-
-	if (strchr(glob, '['))
-		return -EINVAL;
-	for (const char *g = glob; *g; g++) {
-		if (o + 3 >= len)
-			return -ENOSPC;
-		if (*g == '%' || *g == '_' || *g == '\\')
-			out[o++] = '\\';
-		out[o++] = *g == '*' ? '%' : *g == '?' ? '_' : *g;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
 int pgstore__count(struct sink *k, const char *metric, const struct store_filter *f, const char *by,
 		   const char *host, store_count_fn fn, void *ctx)
 {
 	bool remote = host && store__remote_metric(metric);
 	bool join = by || f->nlabels || (host && !remote);
-	char sql[2048], pat[520], names[530], *labels = NULL;
+	char sql[2048], pat[520], names[530], *labels;
 	const char *op = "LIKE";
 	struct params p = { 0 };
 	PGresult *r;
 
 	/*
-	 * The glob as LIKE (its index-friendly, cheaper test), or with a [set] as a
-	 * regular expression. An endpoint's names are comma-separated: ",NAMES," is
-	 * searched for ",GLOB,", as the local store's GLOB does it.
+	 * An endpoint's names are comma-separated: ",NAMES," is searched for ",GLOB,", as
+	 * the local store's GLOB does it.
 	 */
-	if (host && pgstore_glob_like(host, pat, sizeof(pat))) {
-		op = "~";
-		if (pgstore_glob_regex(host, pat, sizeof(pat))) {
-			tp_err("fleet %s: --host: the glob is too long", k->name);
-			return -EIO;
-		}
+	if (host && host_pattern(k, host, pat, sizeof(pat), &op))
+		return -EIO;
+	if (host && *op == '~') {
 		pat[strlen(pat) - 1] = '\0';
 		snprintf(names, sizeof(names), ",%s,", pat + 1);
 		pat[strlen(pat)] = '$';
@@ -387,13 +418,8 @@ int pgstore__count(struct sink *k, const char *metric, const struct store_filter
 		cat(sql, sizeof(sql),
 		    " JOIN taskprobe.tasks t ON t.tid = m.task AND t.start_ns >= $2");
 	cat(sql, sizeof(sql), remote ? " WHERE true" : " WHERE m.name = $1 AND m.start_ns >= $2");
-	if (f->nlabels) {
-		labels = labels_json(f);
-		if (!labels)
-			return -ENOMEM;
-		p_text(&p, labels);
-		cat(sql, sizeof(sql), " AND t.labels @> $%d::jsonb", p.n);
-	}
+	if (where_labels(&p, f, sql, sizeof(sql), &labels))
+		return -ENOMEM;
 	if (host && !remote) {
 		p_text(&p, pat);
 		cat(sql, sizeof(sql), " AND t.host %s $%d", op, p.n);

@@ -8,7 +8,7 @@
 
 int pgstore__list(struct sink *k, const struct store_filter *f, long limit, store_task_fn fn,
 		  void *ctx);
-int pgstore__find(struct sink *k, const char *id, struct store_task *t);
+int pgstore__find(struct sink *k, const char *id, const char *host, struct store_task *t);
 int pgstore__histograms(struct sink *k, __s64 tid, const char *name, store_hist_fn fn, void *ctx);
 int pgstore__series(struct sink *k, __s64 tid, struct series_point **pts, size_t *n, int *damaged);
 int pgstore__labels(struct sink *k, __s64 tid, store_label_fn fn, void *ctx);

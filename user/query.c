@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The queries' JSON rows, shared by the CLI and the HTTP API. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,28 @@ const char *query_label(const struct query_label *l, int n, const char *key)
 	return NULL;
 }
 
+int query_find_task(struct store *s, const char *id, const char *host, struct store_task *t,
+		    const char *who)
+{
+	const char *sep = who ? ": " : "";
+	int err = store__find(s, id, host, t);
+
+	who = who ? who : "";
+	if (err == -ENOENT && host)
+		tp_err("%s%sno stored task '%s' of a host '%s'; 'taskprobe list --json' shows each "
+		       "task's host",
+		       who, sep, id, host);
+	else if (err == -ENOENT)
+		tp_err("%s%sno stored task '%s'; 'taskprobe list' shows them", who, sep, id);
+	else if (!err && !host && t->hosts > 1)
+		tp_note("%s%s%ld hosts have a task '%s': this is %s's, the newest; --host NAME "
+			"picks another",
+			who, sep, t->hosts, id, t->host);
+	return err;
+}
+
 int query_load_task(struct query_task *q, const char *db, const char *config, const char *id,
-		    bool need_record, const char *who)
+		    const char *host, bool need_record, const char *who)
 {
 	int damaged;
 
@@ -65,10 +86,8 @@ int query_load_task(struct query_task *q, const char *db, const char *config, co
 	q->s = query_open_store(db, config);
 	if (!q->s)
 		return -1;
-	if (store__find(q->s, id, &q->st)) {
-		tp_err("%s: no stored task '%s'; 'taskprobe list' shows them", who, id);
+	if (query_find_task(q->s, id, host, &q->st, who))
 		return -1;
-	}
 	q->rec = q->st.record ? json_parse(q->st.record, strlen(q->st.record), NULL, 0) : NULL;
 	if (!q->rec && (need_record || q->st.record)) {
 		tp_err("%s: task '%s' is %s: its record comes at its end", who, id,
@@ -104,6 +123,7 @@ void query_json_task(struct jw *w, const struct store_task_row *r)
 	tp_fmt_time(when, sizeof(when), r->start_ns);
 	jw_obj_begin(w);
 	jw_kstr(w, "id", r->id);
+	jw_kstr(w, "host", r->host ? r->host : "");
 	jw_kstr(w, "status", r->status);
 	jw_kstr(w, "start", when);
 	jw_ku64(w, "start_ns", r->start_ns);

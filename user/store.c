@@ -331,6 +331,11 @@ struct store *store__open_fleet(const char *conninfo, const char *passfile)
 	return s;
 }
 
+bool store__is_fleet(const struct store *s)
+{
+	return s->fleet != NULL;
+}
+
 void store__set_outbox(struct store *s, bool on)
 {
 	s->outbox = on;
@@ -794,6 +799,13 @@ struct list_ctx {
 	void *ctx;
 };
 
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(st, i);
+
+	return t ? t : "";
+}
+
 static int list_row(sqlite3_stmt *st, void *ctx)
 {
 	struct list_ctx *lc = ctx;
@@ -808,6 +820,7 @@ static int list_row(sqlite3_stmt *st, void *ctx)
 		.command = (const char *)sqlite3_column_text(st, 6),
 		.cpu_ns = sqlite3_column_double(st, 7),
 		.peak_mem_bytes = sqlite3_column_double(st, 8),
+		.host = (const char *)sqlite3_column_text(st, 9),
 	};
 
 	/* The live status is known only once the row is read: filtered here. */
@@ -830,8 +843,8 @@ int store__list(struct store *s, const struct store_filter *f, long limit, store
 	snprintf(sql, sizeof(sql),
 		 "SELECT t.id, t.status, t.lock, t.start_ns, t.wall_ns, t.exit_status, t.command,"
 		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'cpu.time_ns'),"
-		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'mem.peak_bytes')"
-		 " FROM tasks t WHERE t.start_ns >= ?");
+		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'mem.peak_bytes'),"
+		 " t.host FROM tasks t WHERE t.start_ns >= ?");
 	filter_sql(sql, sizeof(sql), "t.tid", f->nlabels);
 	strncat(sql, " ORDER BY t.start_ns DESC, t.tid DESC", sizeof(sql) - strlen(sql) - 1);
 	if (limit <= 0)
@@ -843,21 +856,23 @@ int store__list(struct store *s, const struct store_filter *f, long limit, store
 	return each_row(s, st, list_row, &lc);
 }
 
-int store__find(struct store *s, const char *id, struct store_task *t)
+int store__find(struct store *s, const char *id, const char *host, struct store_task *t)
 {
 	sqlite3_stmt *st;
 	int err = -ENOENT;
 	if (s->fleet)
-		return pgstore__find(s->fleet, id, t);
+		return pgstore__find(s->fleet, id, host, t);
 
 	memset(t, 0, sizeof(*t));
 	if (query_prepare(
 		    s,
-		    "SELECT tid, status, lock, record, wall_ns, start_ns FROM tasks WHERE id = ? "
-		    "ORDER BY start_ns DESC, tid DESC LIMIT 1",
+		    "SELECT tid, status, lock, record, wall_ns, start_ns, host,"
+		    " (SELECT COUNT(DISTINCT host) FROM tasks WHERE id = ?1) FROM tasks"
+		    " WHERE id = ?1 AND host GLOB ?2 ORDER BY start_ns DESC, tid DESC LIMIT 1",
 		    &st))
 		return -EIO;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, host ? host : "*", -1, SQLITE_STATIC);
 	switch (query_step(s, st)) {
 	case SQLITE_DONE:
 		break;
@@ -872,6 +887,8 @@ int store__find(struct store *s, const char *id, struct store_task *t)
 		t->wall_ns = sqlite3_column_type(st, 4) != SQLITE_NULL
 				     ? (__u64)sqlite3_column_int64(st, 4)
 				     : tp_realtime_ns() - (__u64)sqlite3_column_int64(st, 5);
+		snprintf(t->host, sizeof(t->host), "%s", col_text(st, 6));
+		t->hosts = sqlite3_column_int64(st, 7);
 		err = rec && !t->record ? -ENOMEM : 0;
 		break;
 	}
@@ -1197,13 +1214,6 @@ static int doc_rows(struct store *s, __s64 tid, const char *sql, struct jw *w,
 		row(w, st);
 	sqlite3_finalize(st);
 	return step < 0 ? step : 0;
-}
-
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-	const char *t = (const char *)sqlite3_column_text(st, i);
-
-	return t ? t : "";
 }
 
 static void doc_label(struct jw *w, sqlite3_stmt *st)

@@ -35,6 +35,8 @@ void store__close(struct store *s);
  * reason said ("fleet NAME: why").
  */
 struct store *store__open_fleet(const char *conninfo, const char *passfile);
+/* True for a fleet's store: its tasks come from many hosts. */
+bool store__is_fleet(const struct store *s);
 /*
  * With a sink configured: every task that ends, or is found lost, waits in the
  * outbox for the shipper, and retention never deletes a waiting one.
@@ -75,6 +77,7 @@ struct store_filter {
 
 struct store_task_row {
 	const char *id;
+	const char *host;   /* the worker host it ran on */
 	const char *status; /* live: a running row whose collector is gone is "lost" */
 	const char *command;
 	__u64 start_ns;
@@ -95,10 +98,15 @@ struct store_task {
 	char status[32];
 	char *record;  /* the JSON record, NULL until the task ended; the caller frees it */
 	__u64 wall_ns; /* a task without an end: its life so far */
+	char host[256];
+	long hosts; /* how many hosts have a task with this id (a fleet's hosts may reuse one) */
 };
 
-/* The newest stored task with this id: 0, -ENOENT (not said) or -EIO. */
-int store__find(struct store *s, const char *id, struct store_task *t);
+/*
+ * The newest stored task with this id, of a host that matches the glob host (NULL:
+ * any host): 0, -ENOENT (not said) or -EIO.
+ */
+int store__find(struct store *s, const char *id, const char *host, struct store_task *t);
 
 struct store_hist_row {
 	const char *name;

@@ -52,16 +52,33 @@ static void escape_line(char *out, size_t len, const char *in)
 	out[o] = '\0';
 }
 
-void tp_err(const char *fmt, ...)
+static void say(char *msg, size_t len, const char *fmt, va_list ap)
 {
-	char raw[1024], msg[4096];
+	char raw[1024];
+
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	escape_line(msg, len, raw);
+	fprintf(stderr, "taskprobe: %s\n", msg);
+}
+
+void tp_note(const char *fmt, ...)
+{
+	char msg[4096];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	say(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	escape_line(msg, sizeof(msg), raw);
-	fprintf(stderr, "taskprobe: %s\n", msg);
+}
+
+void tp_err(const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	if (tp_json_errors) {
 		fputs("{\"error\": \"", stdout);
 		for (const char *p = msg; *p; p++) {

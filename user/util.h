@@ -23,6 +23,8 @@ extern int tp_json_errors;
 
 /* Every user-facing error: one line, prefixed "taskprobe: ". */
 void tp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A line worth knowing that is no error ("taskprobe: ...", stderr only, never in --json). */
+void tp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A "taskprobe: ..." line on stderr under -v only: what was skipped, and why. */
 void tp_verbose_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tp_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

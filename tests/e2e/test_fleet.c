@@ -260,9 +260,81 @@ TEST(TIER_E2E, fleet_count_is_the_sum_of_the_hosts)
 	ASSERT_EQ(r.status, 1, "an unknown id in the fleet");
 	tu_tp(&r, 60, "count", "no.such.metric", "--db", l.conninfo, "--config", a.conf, NULL);
 	ASSERT_EQ(r.status, 1, "an unknown metric in the fleet");
+	tu_tp(&r, 60, "list", "--db", l.conninfo, "--config", a.conf, "--json", NULL);
+	res = tu_parse_json(r.out);
+	ASSERT_STREQ(json_str(tu_find(res, "id", "a-3"), "host"), "worker-a", "list: a-3's host");
+	ASSERT_STREQ(json_str(tu_find(res, "id", "b-1"), "host"), "worker-b", "list: b-1's host");
+	tu_tp(&r, 60, "list", "--db", l.conninfo, "--config", a.conf, NULL);
+	CHECK(!strncmp(r.out, "HOST ", 5) && strstr(r.out, "\nworker-b ") &&
+		      strstr(r.out, "\nworker-a "),
+	      "a fleet's list has a HOST column: %s", r.out);
+	tu_tp(&r, 60, "list", "--db", a.db, NULL);
+	CHECK(!strncmp(r.out, "ID ", 3), "a host's list has none: %s", r.out);
 }
 
-/* The local outbox: tasks waiting for the sink, by the store's own column. */
+/* `show ID --json [--host H]` over db: the task's proc.execs, its stderr in r. */
+static double show_execs(const char *db, const char *conf, const char *id, const char *host,
+			 struct tu_result *r)
+{
+	char *argv[] = { (char *)tu_bin(), "show",     (char *)id,
+			 "--db",	   (char *)db, "--config",
+			 (char *)conf,	   "--json",   host ? "--host" : NULL,
+			 (char *)host,	   NULL };
+	const struct json *j;
+
+	tu_run(argv, r, 60);
+	j = r->status ? NULL : tu_parse_json(r->out);
+	return j ? tu_num(json_get(j, "metrics"), "proc.execs") : -1;
+}
+
+/* Default ids are unique per host only: a fleet tells the hosts' tasks apart. */
+TEST(TIER_E2E, fleet_hosts_reusing_an_id_are_told_apart)
+{
+	struct host a, b;
+	struct lab l;
+	struct tu_result r, local;
+
+	if (!lab_up(&l))
+		return;
+	host_init(&a, &l, "worker-a", "m5.large", NULL, NULL);
+	host_init(&b, &l, "worker-b", "c5.xlarge", NULL, NULL);
+	ASSERT_EQ(run_task(&a, "dup", 1, 0, &r), 0, "dup on a: bash and 1 /bin/true");
+	ASSERT_EQ(run_task(&b, "dup", 2, 0, &r), 0, "dup on b: bash and 2 /bin/true");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks WHERE id = 'dup'"), 2,
+		  "two tasks, one id");
+
+	ASSERT_EQ(show_execs(l.conninfo, a.conf, "dup", NULL, &r), 3, "show dup: b's, the newest");
+	ASSERT_STREQ(r.err,
+		     "taskprobe: 2 hosts have a task 'dup': this is worker-b's, the newest; "
+		     "--host NAME picks another\n",
+		     "one line says whose it is");
+	ASSERT_EQ(show_execs(l.conninfo, a.conf, "dup", "worker-a", &r), 2, "show dup --host a");
+	ASSERT_STREQ(r.err, "", "a host chosen: nothing to say");
+	tu_tp(&local, 60, "show", "dup", "--db", a.db, "--json", NULL);
+	ASSERT_STREQ(r.out, local.out, "--host worker-a: a's record as a stored it");
+	ASSERT_EQ(show_execs(l.conninfo, a.conf, "dup", "*-[b]", &r), 3, "a glob picks b's");
+	ASSERT_EQ(show_execs(l.conninfo, a.conf, "dup", "worker-c", &r), -1, "no such host");
+	ASSERT_EQ(r.status, 1, "an unknown host's task is a runtime failure");
+	CHECK(strstr(r.err, "no stored task 'dup' of a host 'worker-c'") != NULL, "says so: %s",
+	      r.err);
+	ASSERT_EQ(show_execs(a.db, a.conf, "dup", NULL, &r), 2, "locally: a's own");
+	ASSERT_STREQ(r.err, "", "one host: nothing to say");
+	ASSERT_EQ(show_execs(a.db, a.conf, "dup", "worker-b", &r), -1, "locally, not b's");
+
+	/* The other per-task commands take --host alike. */
+	tu_tp(&local, 60, "hist", "dup", "--db", a.db, "--json", NULL);
+	tu_tp(&r, 60, "hist", "dup", "--db", l.conninfo, "--config", a.conf, "--host", "worker-a",
+	      "--json", NULL);
+	ASSERT_STREQ(r.out, local.out, "hist --host");
+	tu_tp(&local, 60, "export", "dup", "--format", "csv", "--db", a.db, NULL);
+	tu_tp(&r, 60, "export", "dup", "--format", "csv", "--db", l.conninfo, "--config", a.conf,
+	      "--host", "worker-a", NULL);
+	ASSERT_STREQ(r.out, local.out, "export --host");
+	tu_tp(&r, 60, "series", "dup", "--db", l.conninfo, "--config", a.conf, "--host", "w[",
+	      NULL);
+	ASSERT_EQ(r.status, 2, "a bad glob is a usage error");
+}
+
 /* The one number of a query over a local store, or -1. */
 static long local_num(const char *db, const char *sql)
 {
@@ -280,6 +352,7 @@ static long local_num(const char *db, const char *sql)
 	return n;
 }
 
+/* The local outbox: tasks waiting for the sink, by the store's own column. */
 static long waiting(const char *db)
 {
 	return local_num(db, "SELECT COUNT(*) FROM tasks WHERE ship = 1");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -85,6 +86,13 @@ TEST(TIER_E2E, count_groups_and_sums)
 	res = tu_parse_json(r.out);
 	ASSERT_EQ(json_len(res), 3, "list");
 	ASSERT_STREQ(json_get(json_at(res, 0), "id")->str, "t-3", "newest first");
+	{
+		struct utsname u;
+
+		uname(&u);
+		ASSERT_STREQ(json_str(json_at(res, 0), "host"), u.nodename,
+			     "list: the task's host");
+	}
 	tu_tp(&r, 30, "show", "t-2", "--db", db, NULL);
 	ASSERT_TRUE(strstr(r.out, "4 execs") || strstr(r.out, "5 execs"),
 		    "show prints the summary");
