@@ -314,7 +314,7 @@ int cmd_export(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *why, *format = NULL;
+	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *format = NULL;
 	struct export x = { 0 };
 	struct query_task q;
 	int opt, fmt = -1, err, ret;
@@ -336,10 +336,8 @@ int cmd_export(int argc, char **argv)
 			config = optarg;
 			break;
 		case 'H':
-			if (!query_valid_glob(optarg, &why)) {
-				tp_err("export: invalid --host '%.64s': %s", optarg, why);
+			if (!query_host_option("export", optarg))
 				return 2;
-			}
 			host = optarg;
 			break;
 		case 'h':

@@ -179,10 +179,8 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 			q->by = optarg;
 			break;
 		case Q_HOST:
-			if (!query_valid_glob(optarg, &why)) {
-				tp_err("%s: invalid --host '%.64s': %s", cmd, optarg, why);
+			if (!query_host_option(cmd, optarg))
 				return -EINVAL;
-			}
 			q->host = optarg;
 			break;
 		case 'v':

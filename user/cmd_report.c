@@ -50,7 +50,7 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *why, *id;
+	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *id;
 	struct report_job job;
 	struct query_task q;
 	bool markdown = false;
@@ -77,10 +77,8 @@ int cmd_report(int argc, char **argv)
 			config = optarg;
 			break;
 		case 'H':
-			if (!query_valid_glob(optarg, &why)) {
-				tp_err("report: invalid --host '%.64s': %s", optarg, why);
+			if (!query_host_option("report", optarg))
 				return 2;
-			}
 			host = optarg;
 			break;
 		case 'h':

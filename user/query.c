@@ -200,6 +200,16 @@ bool query_valid_glob(const char *g, const char **why)
 	return true;
 }
 
+bool query_host_option(const char *who, const char *g)
+{
+	const char *why;
+
+	if (query_valid_glob(g, &why))
+		return true;
+	tp_err("%s: invalid --host '%.64s': %s", who, g, why);
+	return false;
+}
+
 const char *query_hist_name(const char *name)
 {
 	const struct hist_desc *d = hist_desc_find(name);

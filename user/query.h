@@ -69,6 +69,8 @@ bool query_valid_name(const char *s);
  */
 #define QUERY_GLOB_MAX 253
 bool query_valid_glob(const char *g, const char **why);
+/* query_valid_glob for WHO's --host, said in one line when it is not: true if valid. */
+bool query_host_option(const char *who, const char *g);
 /* The name of phase number i (1-based) of a record's phases, or "#i" when not known. */
 const char *query_phase_at(const struct json *phases, size_t i, char *buf, size_t len);
 /*
