@@ -66,7 +66,14 @@ TEST(TIER_E2E, phases_get_their_own_figures)
 	up = phase(rec, "upload");
 	open_ = phase(rec, "left-open");
 	ASSERT_GE(tu_num(co, "wall_ns"), 500e6, "checkout's wall time covers its sleep");
-	ASSERT_LE(tu_num(co, "cpu_ns"), 100e6, "checkout used little CPU");
+	/*
+	 * Checkout ran the marker commands and sleep only: none of the burner's CPU (its
+	 * getrusage, within the 2 % CPU accuracy and a margin). An absolute bound was
+	 * flaky: the sanitized taskprobe's own start-up is ~70 ms of CPU.
+	 */
+	ASSERT_LE(tu_num(co, "cpu_ns"),
+		  tu_num(json_get(rec, "metrics"), "cpu.time_ns") - (children + self) * 0.97,
+		  "checkout holds none of the burner's CPU");
 	/* The burner's own rusage, plus the tiny inner phase inside build. */
 	ASSERT_NEAR(tu_num(build, "cpu_ns"), children + self + tu_num(inner, "cpu_ns"), 0.05,
 		    "build's CPU vs the burner's getrusage");
