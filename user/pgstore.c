@@ -250,10 +250,12 @@ int pgstore__find(struct sink *k, const char *id, const char *host, struct store
 	snprintf(sql, sizeof(sql),
 		 "SELECT tid, status, record, wall_ns, start_ns, host,"
 		 " (SELECT count(DISTINCT host) FROM taskprobe.tasks WHERE id = $1)"
-		 " FROM taskprobe.tasks WHERE id = $1%s ORDER BY start_ns DESC, tid DESC LIMIT 1",
-		 host ? (*op == '~' ? " AND host ~ $2" : " AND host LIKE $2") : "");
-	if (host)
+		 " FROM taskprobe.tasks WHERE id = $1");
+	if (host) {
 		p_text(&p, pat);
+		cat(sql, sizeof(sql), " AND host %s $%d", op, p.n);
+	}
+	cat(sql, sizeof(sql), " ORDER BY start_ns DESC, tid DESC LIMIT 1");
 	r = query(k, sql, &p, 0);
 	if (!r)
 		return -EIO;
