@@ -184,6 +184,11 @@ pid_t tu_spawn(char *const argv[])
 	return spawn_fds(argv, -1, -1);
 }
 
+pid_t tu_spawn_fds(char *const argv[], int out, int err)
+{
+	return spawn_fds(argv, out, err);
+}
+
 int tu_tp(struct tu_result *r, int timeout_s, ...)
 {
 	char *argv[64];

@@ -27,6 +27,8 @@ int tu_tp(struct tu_result *r, int timeout_s, ...) __attribute__((sentinel));
 const char *tu_bin(void);
 /* Starts argv (argv[0] a path) in the background, output to /dev/null; tracked. */
 pid_t tu_spawn(char *const argv[]);
+/* The same, its stdout and stderr to out and err (-1: /dev/null). */
+pid_t tu_spawn_fds(char *const argv[], int out, int err);
 const char *tu_helper(const char *name);
 /* Parses a JSON file; freed after the test. NULL (and a failed check) when bad. */
 const struct json *tu_load_json(const char *path);

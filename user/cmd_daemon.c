@@ -631,14 +631,15 @@ static void pending_free(struct daemon *d, struct pending *pc, bool close_fd)
 	free(pc);
 }
 
-/* A connection's request, read as it arrives: the loop never waits for a client. */
-static void on_pending(struct loop *l, void *ctx, int fd, uint32_t events)
+/*
+ * What a connection has sent, read without waiting: once its line is whole it is
+ * answered, and pc is gone. True while the line is not whole yet.
+ */
+static bool pending_read(struct daemon *d, struct pending *pc)
 {
-	struct pending *pc = ctx;
-	struct daemon *d = pc->d;
+	int fd = pc->h.fd;
 	char *nl = NULL;
 
-	(void)l, (void)events;
 	for (;;) {
 		ssize_t n;
 
@@ -650,12 +651,12 @@ static void on_pending(struct loop *l, void *ctx, int fd, uint32_t events)
 				answer(fd, "error\tthe request is not one line of at most %d bytes",
 				       CONTROL_LINE_MAX - 1);
 				pending_free(d, pc, true);
-				return;
+				return false;
 			}
 			b = realloc(pc->buf, cap < CONTROL_LINE_MAX ? cap : CONTROL_LINE_MAX);
 			if (!b) {
 				pending_free(d, pc, true);
-				return;
+				return false;
 			}
 			pc->buf = b;
 			pc->cap = cap < CONTROL_LINE_MAX ? cap : CONTROL_LINE_MAX;
@@ -664,10 +665,10 @@ static void on_pending(struct loop *l, void *ctx, int fd, uint32_t events)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
-			return;
+			return true;
 		if (n <= 0) {
 			pending_free(d, pc, true);
-			return;
+			return false;
 		}
 		nl = memchr(pc->buf + pc->len, '\n', (size_t)n);
 		pc->len += (size_t)n;
@@ -682,18 +683,31 @@ static void on_pending(struct loop *l, void *ctx, int fd, uint32_t events)
 	if (!on_request(d, fd, pc->buf))
 		close(fd);
 	pending_free(d, pc, false);
+	return false;
 }
 
-/* Requests not whole within CONTROL_READ_MS are refused: the client is too slow. */
+/* A connection's request, read as it arrives: the loop never waits for a client. */
+static void on_pending(struct loop *l, void *ctx, int fd, uint32_t events)
+{
+	(void)l, (void)fd, (void)events;
+	pending_read(((struct pending *)ctx)->d, ctx);
+}
+
+/*
+ * Requests not whole within CONTROL_READ_MS are refused: the client is too slow. What
+ * it sent is read first: a daemon busy with other tasks past the deadline may not have
+ * read yet a line that came in time (the tick can come before its event).
+ */
 static void expire_pending(struct loop *l, void *ctx, __u64 now)
 {
 	struct daemon *d = ctx;
 
 	(void)l;
+	/* pending_read and pending_free move the last entry into i: one seen already. */
 	for (int i = d->npending - 1; i >= 0; i--) {
 		struct pending *pc = d->pending[i];
 
-		if (now < pc->deadline_ns)
+		if (now < pc->deadline_ns || !pending_read(d, pc))
 			continue;
 		answer(pc->h.fd, "error\tno whole request line within %d ms", CONTROL_READ_MS);
 		pending_free(d, pc, true);
