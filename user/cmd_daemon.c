@@ -107,6 +107,7 @@ struct daemon {
 	struct loop_handler listen_h, sig_h;
 	struct pending *pending[PENDING_MAX];
 	int npending;
+	bool listen_paused;   /* pending is full: new clients wait in the listen backlog */
 	struct dtask **tasks; /* max_tasks of them: the collector's slot table */
 	int ntasks;
 	int max_tasks;
@@ -629,6 +630,9 @@ static void pending_free(struct daemon *d, struct pending *pc, bool close_fd)
 		close(pc->h.fd);
 	free(pc->buf);
 	free(pc);
+	/* A slot is free: the clients waiting in the backlog are accepted again. */
+	if (d->listen_paused && !loop__add(&d->loop, &d->listen_h))
+		d->listen_paused = false;
 }
 
 /*
@@ -720,13 +724,17 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 	int c;
 
 	(void)events;
-	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		struct pending *pc = NULL;
+	/*
+	 * With every pending slot taken, clients are not refused: they wait in the listen
+	 * backlog (then in connect) until a slot frees. Each slot is freed within
+	 * CONTROL_READ_MS, so a burst of runs is slowed, never failed.
+	 */
+	while (d->npending < PENDING_MAX &&
+	       (c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct pending *pc = calloc(1, sizeof(*pc));
 
-		if (d->npending < PENDING_MAX)
-			pc = calloc(1, sizeof(*pc));
 		if (!pc) {
-			answer(c, "error\tthe daemon is busy: too many requests at once");
+			answer(c, "error\tthe daemon is out of memory");
 			close(c);
 			continue;
 		}
@@ -739,6 +747,10 @@ static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 			continue;
 		}
 		d->pending[d->npending++] = pc;
+	}
+	if (d->npending == PENDING_MAX) {
+		loop__del(l, &d->listen_h);
+		d->listen_paused = true;
 	}
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 
 #include "control.h"
@@ -20,6 +21,7 @@ const char *control_path(const char *opt)
 
 int control_connect(const char *path)
 {
+	struct timeval wait = { .tv_sec = CONTROL_CONNECT_S };
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int fd, err;
 
@@ -29,9 +31,14 @@ int control_connect(const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)))
+	/* A daemon with a full backlog is waited for, but a stuck one not forever. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
+	if (!connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ 0 },
+			   sizeof(struct timeval));
 		return fd;
-	err = -errno;
+	}
+	err = errno == EAGAIN ? -ETIMEDOUT : -errno;
 	close(fd);
 	return err;
 }

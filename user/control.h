@@ -29,7 +29,12 @@
 
 /* The daemon's socket: --socket, else TASKPROBE_CONTROL, else CONTROL_SOCKET. */
 const char *control_path(const char *opt);
-/* A connected socket, or -errno (-ENOENT, -ECONNREFUSED: no daemon). No message. */
+/* How long connect waits for a daemon whose backlog is full. */
+#define CONTROL_CONNECT_S 10
+/*
+ * A connected socket, or -errno (-ENOENT, -ECONNREFUSED: no daemon; -ETIMEDOUT: a
+ * daemon that accepted nothing for CONTROL_CONNECT_S). No message.
+ */
 int control_connect(const char *path);
 /*
  * One request, its whole answer (NUL-terminated, length in *len) when it begins "ok";

@@ -157,6 +157,12 @@ int runlink__open(struct runlink *rl, const struct run_opts *o)
 	int fd, nf = 0;
 
 	fd = control_connect(path);
+	if (fd == -ETIMEDOUT) {
+		tp_err("the daemon on %s took no connection for %d s; 'taskprobe run --no-daemon' "
+		       "embeds the collector",
+		       path, CONTROL_CONNECT_S);
+		return -1;
+	}
 	if (fd < 0) {
 		tp_debug("no daemon on %s (%s): the collector is embedded", path, strerror(-fd));
 		return 0;

@@ -1276,6 +1276,109 @@ out:
 }
 
 /*
+ * More clients at once than the daemon holds pending (64), all of those silent: the
+ * rest wait in the backlog, none is refused as busy. Once the silent ones are told
+ * (2 s), the 36 waiting requests are answered and a run's task runs, its execs exact.
+ */
+TEST(TIER_E2E, a_burst_of_clients_waits_and_is_never_refused)
+{
+	enum { SILENT = 64, TALKING = 36 };
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *json = tu_tmp("b.json");
+	int silent[SILENT], talking[TALKING], told = 0, answered = 0;
+	char buf[4096];
+	pid_t d, run;
+
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	for (int i = 0; i < SILENT; i++)
+		silent[i] = control_conn(sock, 10000);
+	for (int i = 0; i < TALKING; i++) {
+		talking[i] = control_conn(sock, 10000);
+		/* A daemon that refused has closed it: no SIGPIPE for the test. */
+		if (talking[i] >= 0 && send(talking[i], "tasks\n", 6, MSG_NOSIGNAL) != 6) {
+			close(talking[i]);
+			talking[i] = -1;
+		}
+	}
+	/* sh and its two /bin/true: 3 execs. */
+	run = spawn_run("b1", json, NULL, "/bin/true; /bin/true");
+	for (int i = 0; i < TALKING; i++) {
+		if (talking[i] < 0)
+			continue;
+		read_all(talking[i], buf, sizeof(buf));
+		answered += !strncmp(buf, "ok\n", 3);
+		if (strncmp(buf, "ok\n", 3))
+			CHECK(false, "client %d: %.100s", i, buf);
+		close(talking[i]);
+	}
+	for (int i = 0; i < SILENT; i++) {
+		if (silent[i] < 0)
+			continue;
+		read_all(silent[i], buf, sizeof(buf));
+		told += strstr(buf, "no whole request line") != NULL;
+		close(silent[i]);
+	}
+	ASSERT_EQ(answered, TALKING, "requests answered past the full table, none refused");
+	ASSERT_EQ(told, SILENT, "silent clients told they were too slow");
+	ASSERT_EQ(wait_run(run), 0, "the run, waiting behind them, exits 0");
+	ASSERT_EQ(tu_metric(tu_load_json(json), "proc.execs"), 3, "its execs, exact");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
+
+/*
+ * A stuck daemon (stopped) whose listen backlog is full: a run does not hang in
+ * connect; it gives up after 10 s with one line and 125, and its command never ran.
+ */
+TEST(TIER_E2E, a_stuck_daemon_with_a_full_backlog_fails_a_run_in_one_line)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
+	const char *mark = tu_tmp("ran"), *err = tu_tmp("run.err");
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char script[4200], *text;
+	int fds[256], n = 0, efd;
+	pid_t d, run;
+
+	d = daemon_for_runs(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	ASSERT_OK(kill(d, SIGSTOP), "the daemon stopped");
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	/* Connections nobody accepts, until the backlog refuses one at once. */
+	while (n < (int)ARRAY_SIZE(fds)) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		fds[n++] = fd;
+	}
+	CHECK(n > 0 && n < (int)ARRAY_SIZE(fds), "the backlog filled: %d connections", n);
+	snprintf(script, sizeof(script), "touch %s", mark);
+	efd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	run = tu_spawn_fds(
+		(char *[]){ (char *)tu_bin(), "run", "--quiet", "--", "sh", "-c", script, NULL },
+		-1, efd);
+	close(efd);
+	ASSERT_EQ(wait_run(run), 125, "the run gave up: taskprobe's own failure");
+	ASSERT_TRUE(access(mark, F_OK) != 0, "its command never ran");
+	if (tp_slurp(err, "the run's stderr", true, &text) < 0)
+		text = NULL;
+	CHECK(text && strstr(text, "took no connection for 10 s") &&
+		      strchr(text, '\n') == text + strlen(text) - 1,
+	      "one line says so: %s", text ? text : "(none)");
+	free(text);
+	while (n > 0)
+		close(fds[--n]);
+	kill(d, SIGCONT);
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
+
+/*
  * A run's own exec rules through a daemon whose config has none: the arguments are
  * copied for that task from its start (per slot, switched at run time), so its rule
  * counts exactly; a task beside it without rules has no such metric.
