@@ -81,6 +81,9 @@ char *control_ask(const char *path, const char *req, size_t *len, const char *wh
 		       path, strerror(-fd));
 		return NULL;
 	}
+	/* A stuck daemon is not waited for forever (an end stores its task: seconds). */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = CONTROL_ANSWER_S },
+		   sizeof(struct timeval));
 	if (write(fd, req, want) != (ssize_t)want) {
 		tp_err("%s: cannot send to the daemon: %s", who, strerror(errno));
 		close(fd);
@@ -99,6 +102,13 @@ char *control_ask(const char *path, const char *req, size_t *len, const char *wh
 		n = read(fd, buf + *len, cap - *len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) {
+			tp_err("%s: the daemon on %s did not answer within %d s", who, path,
+			       CONTROL_ANSWER_S);
+			close(fd);
+			free(buf);
+			return NULL;
+		}
 		if (n <= 0)
 			break;
 		*len += (size_t)n;

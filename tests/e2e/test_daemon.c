@@ -1328,10 +1328,11 @@ TEST(TIER_E2E, a_burst_of_clients_waits_and_is_never_refused)
 }
 
 /*
- * A stuck daemon (stopped) whose listen backlog is full: a run does not hang in
- * connect; it gives up after 10 s with one line and 125, and its command never ran.
+ * A stuck daemon (stopped): `task end` does not hang for its answer (30 s). With its
+ * listen backlog full, a run does not hang in connect; it gives up after 10 s with
+ * one line and 125, and its command never ran.
  */
-TEST(TIER_E2E, a_stuck_daemon_with_a_full_backlog_fails_a_run_in_one_line)
+TEST(TIER_E2E, a_stuck_daemon_fails_its_clients_in_one_line)
 {
 	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
 	const char *mark = tu_tmp("ran"), *err = tu_tmp("run.err");
@@ -1344,6 +1345,16 @@ TEST(TIER_E2E, a_stuck_daemon_with_a_full_backlog_fails_a_run_in_one_line)
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	ASSERT_OK(kill(d, SIGSTOP), "the daemon stopped");
+	/* Room in the backlog, but no answer: `task end` gives up after 30 s. */
+	{
+		struct tu_result r;
+
+		tu_tp(&r, 60, "task", "end", "t1", NULL);
+		ASSERT_EQ(r.status, 1, "task end gives up");
+		CHECK(r.err && strstr(r.err, "did not answer within 30 s") &&
+			      strchr(r.err, '\n') == strrchr(r.err, '\n'),
+		      "one line says so: %s", r.err ? r.err : "(none)");
+	}
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
 	/* Connections nobody accepts, until the backlog refuses one at once. */
 	while (n < (int)ARRAY_SIZE(fds)) {
