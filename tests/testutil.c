@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -26,6 +27,7 @@
 
 #define MAX_TRACKED 64
 
+#define TMPDIR_BASE "/var/tmp"
 static char tmpdir[PATH_MAX];
 static char paths[MAX_TRACKED][PATH_MAX];
 static int npaths;
@@ -52,7 +54,9 @@ static void *keep(void *p)
 const char *tu_tmp(const char *name)
 {
 	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof(tmpdir), "/var/tmp/taskprobe-test.XXXXXX");
+		/* The test's pid in the name: the harness removes it after a crash. */
+		snprintf(tmpdir, sizeof(tmpdir), TMPDIR_BASE "/taskprobe-test.%d.XXXXXX",
+			 (int)getpid());
 		if (!mkdtemp(tmpdir)) {
 			tmpdir[0] = '\0';
 			return "/nonexistent";
@@ -422,12 +426,38 @@ int tu_psql(const char *dir, const char *sql, struct tu_result *r)
 	return tu_run(argv, r, 120);
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+
+/* This process's temporary directory, with what is in it. */
+static void rm_tmpdir(void)
+{
+	if (tmpdir[0])
+		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir[0] = '\0';
+	npaths = 0;
+}
+
 void tu_cleanup_orphans(pid_t test_pid)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], prefix[64];
+	struct dirent *e;
+	DIR *dir;
 
 	netlab_down(test_pid);
 	pglab_down(test_pid);
+	/* Its temporary directory, which a crashed test did not remove. */
+	snprintf(prefix, sizeof(prefix), "taskprobe-test.%d.", (int)test_pid);
+	dir = opendir(TMPDIR_BASE);
+	while (dir && (e = readdir(dir))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), TMPDIR_BASE "/%s", e->d_name);
+		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (dir)
+		closedir(dir);
+	/* The harness's own, where netlab_down and pglab_down ran their commands. */
+	rm_tmpdir();
 	for (int seq = 1; seq <= MAX_TRACKED; seq++) {
 		snprintf(path, sizeof(path), "%s/taskprobe-test-%d-%d", tu_cgroup_root(),
 			 (int)test_pid, seq);
@@ -512,8 +542,5 @@ void tu_cleanup(void)
 	for (int i = 0; i < nallocs; i++)
 		free(allocs[i]);
 	nallocs = 0;
-	if (tmpdir[0])
-		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	tmpdir[0] = '\0';
-	npaths = 0;
+	rm_tmpdir();
 }
