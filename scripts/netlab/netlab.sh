@@ -66,8 +66,16 @@ up() {
 	done
 	ip -n "${id}c" link set "${id}a" up
 	ip -n "${id}s" link set "${id}b" up
-	# One SYN retry: a dropped SYN times out after ~3 s, not ~2 min.
-	ip netns exec "${id}c" sysctl -qw net.ipv4.tcp_syn_retries=1
+	# One SYN retry: a dropped SYN times out after ~3 s, not ~2 min (curl's -m 20
+	# would end it first, and no timeout would be seen). Written in the namespace's
+	# /proc/sys and read back: a lab without it is refused, not half made.
+	nsenter --net="/run/netns/${id}c" sh -c \
+		'echo 1 > /proc/sys/net/ipv4/tcp_syn_retries' || return 1
+	syn=$(nsenter --net="/run/netns/${id}c" cat /proc/sys/net/ipv4/tcp_syn_retries)
+	if [ "$syn" != 1 ]; then
+		echo "netlab: tcp_syn_retries in ${id}c is '$syn', not 1" >&2
+		return 1
+	fi
 	ip netns exec "${id}s" nft -f - <<NFT
 table inet taskprobe_lab {
 	chain input {
