@@ -31,7 +31,7 @@
 const char *control_path(const char *opt);
 /* How long connect waits for a daemon whose backlog is full. */
 #define CONTROL_CONNECT_S 10
-/* How long control_ask waits for the daemon's whole answer. */
+/* How long control_ask waits on each read of the daemon's answer (SO_RCVTIMEO). */
 #define CONTROL_ANSWER_S 30
 /*
  * A connected socket, or -errno (-ENOENT, -ECONNREFUSED: no daemon; -ETIMEDOUT: a
