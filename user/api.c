@@ -15,6 +15,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "query.h"
+#include "spool.h"
 #include "store.h"
 #include "util.h"
 
@@ -524,6 +525,20 @@ static void prom_sink(struct prom *p, struct store *s)
 	}
 }
 
+/* The records the store could not take, waiting in its spool (0 when all is well). */
+static void prom_spool(struct prom *p, const char *db_path)
+{
+	struct spool_stats sp;
+
+	if (!db_path || spool__stat(db_path, &sp))
+		return;
+	prom_family(p, "taskprobe_spool_tasks", "gauge",
+		    "ended tasks the store could not take, waiting in its spool");
+	fprintf(p->f, "taskprobe_spool_tasks %ld\n", sp.files);
+	prom_family(p, "taskprobe_spool_bytes", "gauge", "the size of those records");
+	fprintf(p->f, "taskprobe_spool_bytes %llu\n", (unsigned long long)sp.bytes);
+}
+
 /*
  * /metrics: never a task id; labels are the host's pool and type, a reason or kind, and
  * the one task label the config names (metrics_label).
@@ -564,6 +579,7 @@ static void get_metrics(struct api *api, struct answer *a)
 		fputs("taskprobe_store_errors 1\n", a->f);
 	}
 	prom_sink(&p, api->store);
+	prom_spool(&p, api->src.db_path);
 }
 
 /* The bearer token, compared in constant time. */

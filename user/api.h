@@ -25,6 +25,7 @@ struct api_source {
 	const char *metrics_label; /* a task label key /metrics sums by too, or "" */
 	/* A running task's record so far written to w: 0, or -ENOENT when not running. */
 	int (*live)(void *ctx, const char *id, struct jw *w);
+	const char *db_path; /* the store's path, for its spool (/metrics), or NULL */
 };
 
 #define API_LISTEN_DEFAULT "127.0.0.1:9464"

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -201,7 +202,8 @@ static int memory_v1_mount(FILE *f, char *buf, size_t len)
 	return err;
 }
 
-int cgroup_v1_memory_make(const char *id, char *path, size_t len)
+/* Our own v1 memory cgroup's directory (the mirrors go below it), or -ENOENT. */
+static int v1_memory_parent(char *path, size_t len)
 {
 	char mnt[PATH_MAX], own[4096], *line, *save;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -216,7 +218,6 @@ int cgroup_v1_memory_make(const char *id, char *path, size_t len)
 	/* Under our own memory cgroup: the limits set on us stay on the task. */
 	if (tp_read_file("/proc/self/cgroup", own, sizeof(own)) <= 0)
 		return -ENOENT;
-	err = -ENOENT;
 	for (line = strtok_r(own, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *ctl = strchr(line, ':'), *rel = ctl ? strchr(ctl + 1, ':') : NULL;
 
@@ -225,14 +226,23 @@ int cgroup_v1_memory_make(const char *id, char *path, size_t len)
 		*rel = '\0';
 		if (strcmp(ctl + 1, "memory"))
 			continue;
-		if ((size_t)snprintf(path, len, "%s%s/taskprobe-%s", mnt,
-				     strcmp(rel + 1, "/") ? rel + 1 : "", id) >= len)
-			return -ENAMETOOLONG;
-		err = 0;
-		break;
+		return (size_t)snprintf(path, len, "%s%s", mnt,
+					strcmp(rel + 1, "/") ? rel + 1 : "") >= len
+			       ? -ENAMETOOLONG
+			       : 0;
 	}
+	return -ENOENT;
+}
+
+int cgroup_v1_memory_make(const char *id, char *path, size_t len)
+{
+	char parent[PATH_MAX];
+	int err = v1_memory_parent(parent, sizeof(parent));
+
 	if (err)
 		return err;
+	if ((size_t)snprintf(path, len, "%s/taskprobe-%s", parent, id) >= len)
+		return -ENAMETOOLONG;
 	if (!mkdir(path, 0755))
 		return 0;
 	/* Left by a run that died: empty, so it can go (a populated one is another's). */
@@ -254,32 +264,70 @@ int cgroup_read_u64(const char *path, const char *file, __u64 *v)
 	return end == buf ? -ENODATA : 0;
 }
 
-int cgroup_make_task(const char *root, const char *id, char *path, size_t len)
+int cgroup_lock_task(const char *path, bool exclusive)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB)) {
+		close(fd);
+		return -EBUSY;
+	}
+	/* Removed between our open and our lock (by a sweep): its files are gone. */
+	if (fstatat(fd, "cgroup.procs", &st, 0)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+int cgroup_make_task(const char *root, const char *id, char *path, size_t len, int *lock_fd)
 {
 	char parent[PATH_MAX];
 	struct stat st;
+	int fd;
 
+	*lock_fd = -1;
 	if ((size_t)snprintf(parent, sizeof(parent), "%s/taskprobe", root) >= sizeof(parent) ||
 	    (size_t)snprintf(path, len, "%s/%s", parent, id) >= len)
 		return -ENAMETOOLONG;
-	/* A concurrent run may remove an empty parent between our mkdirs: retry. */
+	/* A concurrent run may remove an empty parent between our mkdirs (or a sweep our
+	 * new cgroup before we hold it): retry. */
 	for (int tries = 0; tries < 10; tries++) {
 		if (mkdir(parent, 0755) && errno != EEXIST)
 			return -errno;
 		enable_memory(root, parent);
-		if (!mkdir(path, 0755))
+		if (!mkdir(path, 0755)) {
+			fd = cgroup_lock_task(path, false);
+			if (fd == -ENOENT)
+				continue;
+			if (fd < 0)
+				return fd;
+			*lock_fd = fd;
 			return 0;
+		}
 		if (errno == ENOENT)
 			continue;
 		if (errno != EEXIST)
 			return -errno;
 		if (stat(path, &st) || !S_ISDIR(st.st_mode))
 			return -ENOTDIR;
-		if (cgroup_populated(path) != 0)
+		/* Held by a live run or daemon (it may not have started its command yet). */
+		fd = cgroup_lock_task(path, true);
+		if (fd == -EBUSY || cgroup_populated(path) != 0) {
+			if (fd >= 0)
+				close(fd);
 			return -EEXIST;
+		}
 		/* Left by a run that died: nothing runs there, so it can go. */
-		if (rmdir(path) && errno != ENOENT)
+		if (fd >= 0 && rmdir(path) && errno != ENOENT) {
+			close(fd);
 			return -EEXIST;
+		}
+		if (fd >= 0)
+			close(fd);
 	}
 	return -EAGAIN;
 }
@@ -477,4 +525,74 @@ int cgroup_events_fd(const char *path)
 	snprintf(file, sizeof(file), "%s/cgroup.events", path);
 	fd = open(file, O_RDONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* A v1 mirror is swept once this old: it is made empty, a moment before the command. */
+#define SWEEP_V1_AGE_S 60
+
+/* Our empty v1 memory mirrors whose task's cgroup2 directory is gone. */
+static int sweep_v1(const char *root)
+{
+	char parent[PATH_MAX], path[PATH_MAX], twin[PATH_MAX], buf[16];
+	struct dirent *de;
+	struct stat st;
+	int n = 0;
+	DIR *d;
+
+	if (v1_memory_parent(parent, sizeof(parent)))
+		return 0;
+	d = opendir(parent);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		const char *id = de->d_name + strlen("taskprobe-");
+
+		if (de->d_type != DT_DIR || strncmp(de->d_name, "taskprobe-", 10) ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) >=
+			    sizeof(path) ||
+		    (size_t)snprintf(twin, sizeof(twin), "%s/taskprobe/%s", root, id) >=
+			    sizeof(twin))
+			continue;
+		if (stat(path, &st) || time(NULL) - st.st_mtime < SWEEP_V1_AGE_S ||
+		    !access(twin, F_OK))
+			continue;
+		/* An empty cgroup.procs: nobody is charged there now. */
+		snprintf(twin, sizeof(twin), "%s/cgroup.procs", path);
+		if (tp_read_file(twin, buf, sizeof(buf)) == 0 && !rmdir(path))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int cgroup_sweep(const char *root)
+{
+	char parent[PATH_MAX], path[PATH_MAX];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	if ((size_t)snprintf(parent, sizeof(parent), "%s/taskprobe", root) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	d = opendir(parent);
+	if (!d)
+		return errno == ENOENT ? sweep_v1(root) : -errno;
+	while ((de = readdir(d))) {
+		int fd;
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", parent, de->d_name) >=
+			    sizeof(path))
+			continue;
+		/* Held: a live run's or daemon's. Free and empty: its owner died. */
+		fd = cgroup_lock_task(path, true);
+		if (fd < 0)
+			continue;
+		if (cgroup_populated(path) == 0 && !remove_tree(path, 0))
+			n++;
+		close(fd);
+	}
+	closedir(d);
+	rmdir(parent); /* fails harmlessly while tasks run */
+	return n + sweep_v1(root);
 }

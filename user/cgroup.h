@@ -22,10 +22,19 @@ int cgroup2_mount_from(FILE *mountinfo, char *buf, size_t len);
 int cgroup_id(const char *path, __u64 *id);
 
 /*
- * Creates ROOT/taskprobe/ID for a new task. A leftover, empty directory of a dead run
- * with the same id is replaced; a populated one is -EEXIST.
+ * Creates ROOT/taskprobe/ID for a new task, held (a shared flock on the directory, in
+ * *lock_fd) until its owner closes it: a sweep never takes a held cgroup. A leftover,
+ * empty and unheld directory of a dead run with the same id is replaced; a populated
+ * or held one is -EEXIST.
  */
-int cgroup_make_task(const char *root, const char *id, char *path, size_t len);
+int cgroup_make_task(const char *root, const char *id, char *path, size_t len, int *lock_fd);
+/* The flock of a task's cgroup (shared, or exclusive for a sweep): the fd, or -EBUSY, -errno. */
+int cgroup_lock_task(const char *path, bool exclusive);
+/*
+ * Removes what dead runs and daemons left: ROOT/taskprobe/ID directories nobody holds
+ * and nothing runs in, and our empty v1 memory mirrors whose ID is gone. How many.
+ */
+int cgroup_sweep(const char *root);
 /*
  * Hybrid hosts, whose memory controller is v1: a memory cgroup for the task below
  * this process's own (taskprobe-ID), whose memory.max_usage_in_bytes is the kernel's

@@ -35,6 +35,7 @@
 #include "output.h"
 #include "rules.h"
 #include "session.h"
+#include "spool.h"
 #include "ship.h"
 #include "store.h"
 #include "util.h"
@@ -115,7 +116,13 @@ struct daemon {
 	char *config_text; /* the config file as last loaded: new tasks' rules */
 	char db[PATH_MAX];
 	struct shipper ship; /* with a sink: the outbox to the fleet, on a thread of its own */
+	__u64 spool_next_ns; /* the next look into the store's spool */
 };
+
+/* The spool is looked into this often, and each look is kept short. */
+#define SPOOL_DRAIN_EVERY_NS (10ULL * 1000 * 1000 * 1000)
+#define SPOOL_DRAIN_MAX 20
+#define SPOOL_DRAIN_NS (200ULL * 1000 * 1000)
 
 /* The sink of d->cfg: the outbox on, and its shipper (re)started; off: neither. */
 static void apply_sink(struct daemon *d)
@@ -326,6 +333,7 @@ static int open_session(struct daemon *d, struct dtask *t, int fd, struct sessio
 	p->config_path = d->config_path;
 	p->config_text = d->config_text;
 	p->root = d->root;
+	p->db_path = d->db;
 	p->by_daemon = true;
 	err = session__init(&t->s, p);
 	if (!err)
@@ -718,6 +726,24 @@ static void expire_pending(struct loop *l, void *ctx, __u64 now)
 	}
 }
 
+/*
+ * What the spool holds (tasks the store could not take when they ended) goes into the
+ * store once it works again: a few at a time, so that the loop is never held long.
+ */
+static void drain_spool(struct loop *l, void *ctx, __u64 now)
+{
+	struct daemon *d = ctx;
+	int n;
+
+	(void)l;
+	if (now < d->spool_next_ns)
+		return;
+	d->spool_next_ns = now + SPOOL_DRAIN_EVERY_NS;
+	n = spool__drain(d->store, d->db, SPOOL_DRAIN_MAX, SPOOL_DRAIN_NS);
+	if (n > 0)
+		tp_note("%d spooled task%s stored in %s", n, n == 1 ? "" : "s", d->db);
+}
+
 static void on_listen(struct loop *l, void *ctx, int fd, uint32_t events)
 {
 	struct daemon *d = ctx;
@@ -961,6 +987,8 @@ int cmd_daemon(int argc, char **argv)
 		free(d.config_text);
 		return 1;
 	}
+	/* Empty task cgroups of runs and daemons that died before removing them. */
+	cgroup_sweep(d.root);
 	copts.max_tasks = d.max_tasks = d.cfg.max_tasks;
 	copts.collect = d.cfg.collect;
 	d.tasks = calloc((size_t)d.max_tasks, sizeof(*d.tasks));
@@ -999,7 +1027,7 @@ int cmd_daemon(int argc, char **argv)
 	d.listen_h = (struct loop_handler){ d.lfd, EPOLLIN, on_listen, &d };
 	d.sig_h = (struct loop_handler){ d.sfd, EPOLLIN, on_signalfd, &d };
 	d.loop.after_fn = finish_runs;
-	if (loop__on_tick(&d.loop, expire_pending, &d))
+	if (loop__on_tick(&d.loop, expire_pending, &d) || loop__on_tick(&d.loop, drain_spool, &d))
 		goto out;
 	d.loop.after_ctx = &d;
 	if (d.sfd < 0 || loop__add(&d.loop, &d.listen_h) || loop__add(&d.loop, &d.sig_h) ||
@@ -1009,8 +1037,8 @@ int cmd_daemon(int argc, char **argv)
 	}
 	listen_at = listen_at ? listen_at : d.cfg.listen;
 	if (strcmp(listen_at, "off")) {
-		struct api_source src = { d.store,    d.c, tasks_running, &d, d.cfg.metrics_label,
-					  live_record };
+		struct api_source src = { d.store,     d.c, tasks_running, &d, d.cfg.metrics_label,
+					  live_record, d.db };
 
 		api = api__open(listen_at, d.cfg.api_token, &src, &d.loop);
 		if (!api)

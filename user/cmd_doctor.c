@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "config.h"
 #include "sink.h"
+#include "spool.h"
 #include "store.h"
 #include "util.h"
 
@@ -115,6 +116,35 @@ static int sink_check_fill(struct check *c, const char *config)
 	return 0;
 }
 
+/* The spool: records the store could not take, waiting for it (none: ok). */
+static int spool_check_fill(struct check *c, const char *config)
+{
+	const char *env = getenv("TASKPROBE_DB");
+	struct spool_stats sp;
+	struct config cfg;
+	char size[32];
+
+	*c = (struct check){ "spool", false, false, "",
+			     "free the store's disk or fix it; the next run or the daemon "
+			     "stores them" };
+	config_defaults(&cfg);
+	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+		return -1;
+	if (spool__stat(env && *env ? env : cfg.db, &sp)) {
+		snprintf(c->detail, sizeof(c->detail), "cannot be read");
+		return 0;
+	}
+	c->ok = sp.files == 0;
+	if (c->ok)
+		snprintf(c->detail, sizeof(c->detail), "empty: every task reached %s",
+			 env && *env ? env : cfg.db);
+	else
+		snprintf(c->detail, sizeof(c->detail), "%ld task%s (%s) waiting to be stored in %s",
+			 sp.files, sp.files == 1 ? "" : "s",
+			 tp_fmt_bytes(size, sizeof(size), sp.bytes), env && *env ? env : cfg.db);
+	return 0;
+}
+
 static bool fs_is(const char *path, unsigned long magic)
 {
 	struct statfs s;
@@ -124,7 +154,7 @@ static bool fs_is(const char *path, unsigned long magic)
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct check c[10];
+	struct check c[12];
 	struct collector *col;
 	char mnt[4096];
 	struct utsname u;
@@ -207,6 +237,9 @@ int cmd_doctor(int argc, char **argv)
 	n++;
 
 	if (sink_check_fill(&c[n], config))
+		return 2;
+	n++;
+	if (spool_check_fill(&c[n], config))
 		return 2;
 	n++;
 

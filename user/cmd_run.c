@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,18 @@
 #include "runlink.h"
 #include "session.h"
 #include "ship.h"
+#include "spool.h"
 #include "store.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+/* What a run stores from the spool at its end, at most, once its own task is stored. */
+#define SPOOL_AT_END_MAX 100
+#define SPOOL_AT_END_NS (2ULL * 1000 * 1000 * 1000)
 /* What a run ships at its end, at most: its own task and some of the backlog. */
 #define SHIP_AT_END_MAX 1000
 #define SHIP_AT_END_NS (5ULL * 1000 * 1000 * 1000)
-#endif
 
 const char run_usage[] =
 	"usage: taskprobe run [OPTIONS] [--] CMD [ARG...]\n"
@@ -65,11 +70,16 @@ const char run_usage[] =
 	"  --summary-file F  append the task's Markdown report to F at its end (a runner\n"
 	"                    passes $GITHUB_STEP_SUMMARY)\n"
 	"  --rules FILE      counting rules (output|exec NAME [anchor] REGEX per line)\n"
+	"  --strict          fail (125, CMD not run) when the collector cannot work,\n"
+	"                    rather than run CMD measured as far as possible\n"
 	"  -v, --verbose     debug output, libbpf's included\n"
 	"  -h, --help        this help\n"
 	"\n"
-	"Exit status: CMD's own; 128+N if CMD was killed by signal N; 125 if taskprobe\n"
-	"failed; 126 if CMD could not be executed; 127 if CMD was not found.\n";
+	"Whatever fails on taskprobe's side (BPF, cgroups, the store, the daemon), CMD\n"
+	"runs: the fault is one 'taskprobe: warning:' line and a note in the record.\n"
+	"Exit status: CMD's own; 128+N if CMD was killed by signal N; 125 for a bad\n"
+	"command line (or, with --strict, a collector that cannot work); 126 if CMD could\n"
+	"not be executed; 127 if CMD was not found.\n";
 
 enum {
 	OPT_ID = 0x100,
@@ -87,6 +97,7 @@ enum {
 	OPT_RULES,
 	OPT_NO_DAEMON,
 	OPT_COLLECT,
+	OPT_STRICT,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -107,6 +118,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "rules", required_argument, NULL, OPT_RULES },
 		{ "no-daemon", no_argument, NULL, OPT_NO_DAEMON },
 		{ "collect", required_argument, NULL, OPT_COLLECT },
+		{ "strict", no_argument, NULL, OPT_STRICT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -186,6 +198,9 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_PERFHERDER:
 			o->perfherder = true;
+			break;
+		case OPT_STRICT:
+			o->strict = true;
 			break;
 		case OPT_SUMMARY_FILE:
 			o->summary_path = optarg;
@@ -313,6 +328,7 @@ static void __attribute__((noreturn)) child_exec(char **argv, const sigset_t *ma
 /*
  * Starts CMD inside the task's cgroup from its first instruction (CLONE_INTO_CGROUP),
  * so that even its first fork is the task's. Before Linux 5.7, it moves itself in.
+ * cgroup NULL: a plain fork (the command runs unmeasured).
  */
 static pid_t spawn(char **argv, const char *cgroup, const char *memcg, const sigset_t *mask,
 		   int *pidfd, int *exec_err, const struct output *out)
@@ -325,12 +341,20 @@ static pid_t spawn(char **argv, const char *cgroup, const char *memcg, const sig
 
 	if (pipe2(pipefd, O_CLOEXEC))
 		return -errno;
+	*pidfd = -1;
+	if (!cgroup) {
+		/* Unmeasured: no cgroup of the task's own. */
+		cgfd = -1;
+		pid = fork();
+		if (pid == 0)
+			child_exec(argv, mask, pipefd[1], out, memcg);
+		goto started;
+	}
 	cgfd = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cgfd < 0) {
 		err = -errno;
 		goto out;
 	}
-	*pidfd = -1;
 	ca.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
 	ca.pidfd = (__u64)(unsigned long)pidfd;
 	ca.exit_signal = SIGCHLD;
@@ -347,6 +371,7 @@ static pid_t spawn(char **argv, const char *cgroup, const char *memcg, const sig
 	}
 	if (pid == 0)
 		child_exec(argv, mask, pipefd[1], out, memcg);
+started:
 	if (pid < 0) {
 		err = -errno;
 		goto out;
@@ -379,6 +404,11 @@ struct run_state {
 	struct collector *c;
 	struct runlink rl;
 	bool linked; /* the daemon's task */
+	bool bare;   /* no task at all: the command runs unmeasured */
+	bool strict; /* --strict or strict = true: a fault is 125 */
+	/* Faults before the session started: its record gets them. */
+	char faults[TASK_FAULTS_MAX][TASK_FAULT_LEN];
+	int nfaults;
 	struct output out;
 	struct loop loop;
 	struct loop_handler sig_h, out_h[2], rl_h;
@@ -423,6 +453,10 @@ static void reap(struct run_state *st)
 			continue;
 		st->main_done = true;
 		st->wstatus = status;
+		if (st->bare) {
+			loop__stop(&st->loop);
+			continue;
+		}
 		if (!st->linked) {
 			session__main_exited(&st->s);
 			continue;
@@ -443,7 +477,7 @@ static void reap_orphans(struct run_state *st)
 {
 	__u64 deadline = tp_now_ns() + 1000000000ULL;
 
-	if (st->linked ? st->o->keep_leftovers : st->s.action == LEFTOVER_KEPT)
+	if (st->bare || (st->linked ? st->o->keep_leftovers : st->s.action == LEFTOVER_KEPT))
 		return;
 	while (tp_now_ns() < deadline) {
 		int status;
@@ -466,6 +500,8 @@ static void on_signal(struct run_state *st, const struct signalfd_siginfo *si)
 	}
 	if (st->main_done) {
 		/* Interrupted during the grace period: do not wait any longer. */
+		if (st->bare)
+			return;
 		if (st->linked)
 			runlink__interrupt(&st->rl);
 		else
@@ -535,19 +571,60 @@ static int watch(struct run_state *st, int sfd)
 	return err;
 }
 
-/* The task's database: an unusable one stops us before the task starts. */
-static int open_store(struct run_opts *o, const struct config *cfg, struct store **store)
+/*
+ * A fault of taskprobe's side before the command started: with --strict, the error
+ * (125, the command not run); else one warning line "WHAT: OUTCOME", kept for the
+ * record. 0: go on.
+ */
+static int __attribute__((format(printf, 3, 4)))
+run_fault(struct run_state *st, const char *outcome, const char *fmt, ...)
 {
-	*store = NULL;
+	char what[TASK_FAULT_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (st->strict) {
+		tp_err("%s (--strict: the command is not run)", what);
+		return -ECANCELED;
+	}
+	tp_warn("%s: %s", what, outcome);
+	if (st->nfaults < TASK_FAULTS_MAX)
+		snprintf(st->faults[st->nfaults++], TASK_FAULT_LEN, "%s: %s", what, outcome);
+	return 0;
+}
+
+/* The store the task goes to (--db, TASKPROBE_DB, the config's), or NULL: --no-db. */
+static const char *db_path(struct run_opts *o, const struct config *cfg)
+{
 	if (o->no_db)
-		return 0;
-	/* --db, then TASKPROBE_DB (for a whole CI job at once), then the config's db. */
+		return NULL;
 	if (!o->db_path)
 		o->db_path = getenv("TASKPROBE_DB");
-	*store = store__open(o->db_path && *o->db_path ? o->db_path : cfg->db, true, cfg->db_gid);
-	if (*store)
-		store__set_outbox(*store, cfg->sink[0] != '\0');
-	return *store ? 0 : -EIO;
+	return o->db_path && *o->db_path ? o->db_path : cfg->db;
+}
+
+/*
+ * The task's database, or NULL: --no-db, or one that cannot be used (its reason in
+ * why, said once the task is known to have a record to spool).
+ */
+static struct store *open_store(struct run_opts *o, const struct config *cfg, char *why, size_t len)
+{
+	const char *path = db_path(o, cfg);
+	struct store *store;
+
+	why[0] = '\0';
+	if (!path)
+		return NULL;
+	tp_catch(why, len);
+	store = store__open(path, true, cfg->db_gid);
+	tp_catch(NULL, 0);
+	if (!store && !why[0])
+		snprintf(why, len, "%s cannot be opened", path);
+	if (store)
+		store__set_outbox(store, cfg->sink[0] != '\0');
+	return store;
 }
 
 /*
@@ -566,24 +643,39 @@ static void ship_at_end(struct store *store, const struct config *cfg)
 		       res.error, res.waiting, res.waiting == 1 ? "" : "s");
 }
 
-static void report_open_error(int err)
+/* Why the BPF collector could not be loaded, and the fix. */
+static const char *bpf_why(int err)
 {
 	switch (err) {
 	case EPERM:
-		tp_err("no permission to load BPF programs; run as root, or grant CAP_BPF, "
-		       "CAP_PERFMON and CAP_SYS_ADMIN");
-		break;
+		return "no permission to load BPF programs; run as root, or grant CAP_BPF, "
+		       "CAP_PERFMON and CAP_SYS_ADMIN";
 	case ENOENT:
-		tp_err("kernel BTF is missing (/sys/kernel/btf/vmlinux); use a kernel built with "
-		       "CONFIG_DEBUG_INFO_BTF=y");
-		break;
+		return "kernel BTF is missing (/sys/kernel/btf/vmlinux); use a kernel built with "
+		       "CONFIG_DEBUG_INFO_BTF=y";
 	default:
-		tp_err("cannot load the BPF collector: %s; 'taskprobe run -v' shows libbpf's log",
-		       strerror(err));
+		return "libbpf could not load it; 'taskprobe run -v' shows its log";
 	}
 }
 
-/* Everything up to the command's start; 0, or the error already said. */
+/* No cgroup, no collector: the command runs as a plain child, unmeasured. */
+static int prepare_bare(struct run_state *st)
+{
+	int err = st->loop.ep >= 0 ? 0 : loop__init(&st->loop, COLLECTOR_DRAIN_MS);
+
+	if (err) {
+		tp_err("cannot set up the event loop: %s", strerror(-err));
+		return err;
+	}
+	st->bare = true;
+	return 0;
+}
+
+/*
+ * The task's session started, its collector (or none) and store (or none) open; what
+ * cannot work is a fault (run_fault), and the command runs measured as far as still
+ * possible. 0, or the error already said (125).
+ */
 static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 		   struct store **store, char *root, size_t root_len)
 {
@@ -601,46 +693,60 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 		.collect = o->collect,
 		.grace_s = o->grace_s,
 		.keep_leftovers = o->keep_leftovers,
+		.db_path = db_path(o, cfg),
 		.done_fn = on_task_done,
 		.done_ctx = st,
 	};
 	struct collector_opts copts = { 0 };
+	char why[512], store_why[512];
 	int err;
 
-	if (cgroup2_mount(root, root_len)) {
-		tp_err("no cgroup2 hierarchy is mounted; mount one with 'mount -t cgroup2 none "
-		       "/sys/fs/cgroup' (or /sys/fs/cgroup/unified on a hybrid host)");
-		return -ENOENT;
-	}
-	/* Config and rules first: a bad line stops us before anything is loaded. */
-	config_defaults(cfg);
-	if (config_load(cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
-			o->config_path != NULL))
-		return -EINVAL;
+	/* The rules first: a bad line is the command line's, whatever else works. */
 	err = session__init(&st->s, &p);
 	if (err)
 		return err;
+	if (cgroup2_mount(root, root_len))
+		return run_fault(
+			       st, "the command runs unmeasured, with no record",
+			       "no cgroup2 hierarchy is mounted (mount one with 'mount -t cgroup2 "
+			       "none /sys/fs/cgroup')")
+			       ?: prepare_bare(st);
 	copts.max_tasks = 1; /* this run's task: one slot in the per-task maps */
 	copts.collect = o->collect ? o->collect : cfg->collect;
 	st->c = collector__open(&copts);
-	if (!st->c) {
-		report_open_error(errno);
-		return -errno;
-	}
-	err = open_store(o, cfg, store);
-	if (err)
-		return err;
+	if (!st->c && run_fault(st, "CPU and memory come from the cgroup's own files only",
+				"no BPF collector (%s)", bpf_why(errno)))
+		return -ECANCELED;
+	*store = open_store(o, cfg, store_why, sizeof(store_why));
 	err = loop__init(&st->loop, COLLECTOR_DRAIN_MS);
 	/* The collector's tick before the session's: a sample reads what was just drained. */
-	if (!err)
+	if (!err && st->c)
 		err = collector__watch(st->c, &st->loop);
 	if (err) {
 		tp_err("cannot set up the event loop: %s", strerror(-err));
 		return err;
 	}
+	tp_catch(why, sizeof(why));
 	err = session__start(&st->s, st->c, *store, &st->loop);
-	if (err)
+	tp_catch(NULL, 0);
+	if (err == -EEXIST || err == -ENOTDIR) {
+		tp_err("%s", why); /* the id is in use: the command line's to change */
 		return err;
+	}
+	if (err) {
+		/* Untracked and its cgroup removed; what it opened is closed. */
+		session__fini(&st->s);
+		session__clear(&st->s);
+		return run_fault(st, "the command runs unmeasured, with no record",
+				 "the task could not be set up (%s)", why[0] ? why : strerror(-err))
+			       ?: prepare_bare(st);
+	}
+	/* The store's fault, now that there is a record to keep for it. */
+	if (store_why[0] && run_fault(st, "the record is kept to be stored later",
+				      "the store cannot be used (%s)", store_why))
+		return -ECANCELED;
+	for (int i = 0; i < st->nfaults; i++)
+		task_add_fault(&st->s.rec, "%s", st->faults[i]);
 	if (st->s.msock.fd >= 0)
 		setenv("TASKPROBE_SOCKET", st->s.msock.path, 1);
 	if (output__open(&st->out, true, session__output_line, &st->s)) {
@@ -671,12 +777,38 @@ static int prepare_linked(struct run_state *st)
 	return 0;
 }
 
+/*
+ * The daemon's task when one answers and takes it (1); 0 to embed the collector (no
+ * daemon, or one that refused or is stuck: a fault); -1 when the run must stop (a bad
+ * rules file, or a fault under --strict), said.
+ */
+static int link_daemon(struct run_state *st, const struct run_opts *o)
+{
+	char why[512];
+	int r;
+
+	if (!runlink__wanted(o))
+		return 0;
+	tp_catch(why, sizeof(why));
+	r = runlink__open(&st->rl, o);
+	tp_catch(NULL, 0);
+	if (r == -EINVAL)
+		tp_err("%s", why);
+	if (r >= 0 || r == -EINVAL)
+		return r > 0 ? 1 : r;
+	runlink__close(&st->rl);
+	st->rl = (struct runlink)RUNLINK_CLOSED;
+	return run_fault(st, "this run embeds a collector of its own", "%s", why) ? -1 : 0;
+}
+
 /* The record: made here, or sent by the daemon (parsed into *doc, freed by the caller). */
 static struct task_record *finish(struct run_state *st, struct task_record *t, struct json **doc)
 {
 	const char *text;
 	struct task_record *rec;
 
+	if (st->bare)
+		return NULL;
 	if (!st->linked) {
 		collector__sync(st->c);
 		rec = session__finish(&st->s);
@@ -688,10 +820,26 @@ static struct task_record *finish(struct run_state *st, struct task_record *t, s
 		return NULL;
 	*doc = json_parse(text, strlen(text), NULL, 0);
 	if (!*doc || task_from_json(t, *doc)) {
-		tp_err("the daemon's record of task '%s' is damaged", st->o->id);
+		tp_err("warning: the daemon's record of task '%s' is damaged: no record here",
+		       st->o->id);
 		return NULL;
 	}
 	return t;
+}
+
+/* Stored (or spooled), then what waited in the spool and the outbox goes on. */
+static void store_record(struct run_state *st, struct store *store, const struct config *cfg)
+{
+	int n;
+
+	if (session__store(&st->s) || !store)
+		return;
+	/* The store works: what earlier tasks left in its spool goes in now, briefly. */
+	n = spool__drain(store, st->s.p.db_path, SPOOL_AT_END_MAX, SPOOL_AT_END_NS);
+	if (n > 0)
+		tp_debug("%d spooled task%s stored", n, n == 1 ? "" : "s");
+	if (cfg->sink[0])
+		ship_at_end(store, cfg);
 }
 
 static int run_task(struct run_opts *o)
@@ -707,7 +855,13 @@ static int run_task(struct run_opts *o)
 
 	st.loop.ep = st.loop.tick_fd = -1;
 	session__clear(&st.s);
-	err = runlink__wanted(o) ? runlink__open(&st.rl, o) : 0;
+	/* The config is the command line's: a bad line stops us before anything runs. */
+	config_defaults(&cfg);
+	if (config_load(&cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
+			o->config_path != NULL))
+		goto out;
+	st.strict = o->strict || cfg.strict;
+	err = link_daemon(&st, o);
 	st.linked = err > 0;
 	if (err < 0 ||
 	    (st.linked ? prepare_linked(&st) : prepare(&st, o, &cfg, &store, root, sizeof(root))))
@@ -728,7 +882,10 @@ static int run_task(struct run_opts *o)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	setenv("TASKPROBE_TASK_ID", o->id, 1);
 
-	st.pid = spawn(o->argv, st.linked ? st.rl.cgroup : st.s.cgroup,
+	st.pid = spawn(o->argv,
+		       st.bare	   ? NULL
+		       : st.linked ? st.rl.cgroup
+				   : st.s.cgroup,
 		       st.linked ? st.rl.memcg : st.s.memcg, &oldmask, &st.pidfd, &exec_err,
 		       &st.out);
 	output__started(&st.out);
@@ -745,7 +902,7 @@ static int run_task(struct run_opts *o)
 
 	/* The child may have exited before we listened for SIGCHLD. */
 	reap(&st);
-	err = st.s.done ? 0 : loop__run(&st.loop);
+	err = st.s.done || (st.bare && st.main_done) ? 0 : loop__run(&st.loop);
 	if (err)
 		tp_err("event loop failed: %s; the figures may be incomplete", strerror(-err));
 	reap_orphans(&st);
@@ -770,11 +927,8 @@ static int run_task(struct run_opts *o)
 	}
 	if (o->summary_path)
 		append_summary(o->summary_path, rec);
-	if (!st.linked) {
-		session__store(&st.s);
-		if (store && cfg.sink[0])
-			ship_at_end(store, &cfg);
-	}
+	if (!st.linked)
+		store_record(&st, store, &cfg);
 
 out_mask:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);

@@ -48,6 +48,10 @@ const char *collect_format(unsigned mask, char *buf, size_t len)
 {
 	size_t used = 0;
 
+	if (mask & COLLECT_CGROUP_ONLY) {
+		snprintf(buf, len, "cgroup");
+		return buf;
+	}
 	if ((mask & COLLECT_ALL) == COLLECT_ALL) {
 		snprintf(buf, len, "all");
 		return buf;
@@ -83,8 +87,18 @@ bool collect_has(unsigned mask, const char *name, bool mem_from_cgroup)
 		{ "http.", COLLECT_HTTP },
 	};
 
+	/* cpu.stat's usage stands for the sched_switch sum; the series has its cores. */
+	static const char *const from_cgroup[] = { "cpu.time_ns", "cpu.avg_cores", "cpu.user_ns",
+						   "cpu.system_ns", "cpu.peak_cores" };
+
 	if (!strcmp(name, "mem.peak_bytes"))
-		return mem_from_cgroup || (mask & COLLECT_MEM);
+		return mem_from_cgroup || (mask & COLLECT_MEM && !(mask & COLLECT_CGROUP_ONLY));
+	if (mask & COLLECT_CGROUP_ONLY) {
+		for (size_t i = 0; i < sizeof(from_cgroup) / sizeof(from_cgroup[0]); i++)
+			if (!strcmp(name, from_cgroup[i]))
+				return true;
+		return false;
+	}
 	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
 		if (!strncmp(name, needs[i].prefix, strlen(needs[i].prefix)))
 			return (mask & needs[i].bit) != 0;

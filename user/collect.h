@@ -25,15 +25,25 @@ enum collect_bit {
 	COLLECT_RUNQ = 1 << 5,
 	COLLECT_ALL = (1 << 6) - 1,
 	COLLECT_DEFAULT = COLLECT_ALL & ~COLLECT_RUNQ,
+	/*
+	 * No BPF at all (it could not be loaded): a record of the cgroup's own files only,
+	 * CPU from cpu.stat and the kernel's peak memory. Never asked for; "cgroup" in
+	 * the record.
+	 */
+	COLLECT_CGROUP_ONLY = 1 << 6,
 };
 
 /* "cpu,io,mem,net,http,runq" (any of them) or "all": 0 and *mask, or -EINVAL and *why. */
 int collect_parse(const char *s, unsigned *mask, const char **why);
-/* The names in mask, comma-separated, into buf ("all" for every one, "none"). */
+/*
+ * The names in mask, comma-separated, into buf ("all" for every one, "none"; "cgroup"
+ * for COLLECT_CGROUP_ONLY).
+ */
 const char *collect_format(unsigned mask, char *buf, size_t len);
 /*
  * Whether the figure name (a metric or a histogram of the record) is collected under
  * mask; mem.peak_bytes read from the cgroup (mem_from_cgroup) needs no program.
+ * Under COLLECT_CGROUP_ONLY, only the figures of the cgroup's files are.
  */
 bool collect_has(unsigned mask, const char *name, bool mem_from_cgroup);
 

@@ -507,18 +507,24 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* A slot of a task tracked now; none without a collector (no BPF: c is NULL). */
+static bool slot_ok(const struct collector *c, int slot)
+{
+	return c && slot >= 0 && slot < c->max_tasks && c->slots[slot].used;
+}
+
 const struct notes *collector__notes(const struct collector *c, int slot)
 {
 	static const struct notes none;
 
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+	if (!slot_ok(c, slot))
 		return &none;
 	return &c->slots[slot].notes;
 }
 
 int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void *ctx)
 {
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+	if (!slot_ok(c, slot))
 		return -EINVAL;
 	c->slots[slot].exec_fn = fn;
 	c->slots[slot].exec_ctx = ctx;
@@ -807,7 +813,7 @@ static void drop_uncollected(struct collector *c)
 
 int collector__capture_args(struct collector *c, int slot, bool on)
 {
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+	if (!slot_ok(c, slot))
 		return -EINVAL;
 	c->skel->bss->capture_args[slot] = on;
 	return 0;
@@ -815,7 +821,7 @@ int collector__capture_args(struct collector *c, int slot, bool on)
 
 unsigned collector__collects(const struct collector *c)
 {
-	return c->collect;
+	return c ? c->collect : COLLECT_CGROUP_ONLY;
 }
 
 /* Opens, configures and loads the skeleton; the uprobe programs for uprobe_multi. */
@@ -1346,7 +1352,7 @@ int collector__net(struct collector *c, int slot, const struct http_ports *ports
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+	if (!slot_ok(c, slot))
 		return -EINVAL;
 	s = &c->slots[slot];
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &st))
@@ -1369,7 +1375,7 @@ int collector__untrack(struct collector *c, int slot)
 	__u64 key, next;
 	int err;
 
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+	if (!slot_ok(c, slot))
 		return -EINVAL;
 	/* Threads still holding this slot (kept leftovers) stop counting at once. */
 	bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &free_gen, 0);
@@ -1403,7 +1409,11 @@ int collector__epoll_fd(const struct collector *c)
 
 int collector__poll(struct collector *c, int timeout_ms)
 {
-	int n = timeout_ms ? ring_buffer__poll(c->rb, timeout_ms) : 0;
+	int n;
+
+	if (!c)
+		return 0;
+	n = timeout_ms ? ring_buffer__poll(c->rb, timeout_ms) : 0;
 
 	/*
 	 * Events submitted without a wakeup never make the fd readable, so poll alone
@@ -1443,6 +1453,9 @@ int collector__sync(struct collector *c)
 {
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_CONF);
 	cpu_set_t old, one;
+
+	if (!c)
+		return 0;
 
 	if (!sched_getaffinity(0, sizeof(old), &old)) {
 		/* Every CPU, not just ours: the dying thread may run anywhere. */
@@ -1495,13 +1508,14 @@ static int read_io_mem_net(struct collector *c, __u32 key, struct task_figures *
 
 int collector__read(struct collector *c, int slot, struct task_figures *out)
 {
-	const struct tp_cpu_stats *cs = c->percpu_buf;
+	const struct tp_cpu_stats *cs;
 	struct tp_proc_stats ps;
 	__u32 key = (__u32)slot;
 
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
-		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	if (!slot_ok(c, slot))
+		return -EINVAL;
+	cs = c->percpu_buf;
 	if (mono_ns() - c->refreshed_ns > REFRESH_NS)
 		refresh(c);
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_stats), &key, c->percpu_buf))
@@ -1532,10 +1546,14 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 
 __s64 collector__take_peak(struct collector *c, int slot)
 {
-	int fd = bpf_map__fd(c->skel->maps.phase_peak);
 	struct tp_mem_stats ms;
 	__u32 key = (__u32)slot;
 	__s64 peak = 0, now;
+	int fd;
+
+	if (!slot_ok(c, slot))
+		return 0;
+	fd = bpf_map__fd(c->skel->maps.phase_peak);
 
 	if (bpf_map_lookup_elem(fd, &key, &peak) ||
 	    bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.mem_stats), &key, &ms))
@@ -1547,7 +1565,7 @@ __s64 collector__take_peak(struct collector *c, int slot)
 
 const struct program_stat *collector__programs(const struct collector *c, int slot, size_t *n)
 {
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used) {
+	if (!slot_ok(c, slot)) {
 		*n = 0;
 		return NULL;
 	}
@@ -1566,7 +1584,7 @@ int collector__processes(const struct collector *c, int slot, __u64 now_ns, __u6
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (slot < 0 || slot >= c->max_tasks || !c->slots[slot].used)
+	if (!slot_ok(c, slot))
 		return -EINVAL;
 	s = &c->slots[slot];
 	for (size_t i = 0; i < s->done.n; i++)
@@ -1597,6 +1615,9 @@ int collector__probed_libs(const struct collector *c, const char *name)
 void collector__prog_stats(struct collector *c, collector_prog_fn fn, void *ctx)
 {
 	struct bpf_program *prog;
+
+	if (!c)
+		return;
 
 	bpf_object__for_each_program(prog, c->skel->obj)
 	{
@@ -1630,11 +1651,11 @@ __u64 collector__skipped_runs(struct collector *c)
 
 __u64 collector__lost_total(struct collector *c)
 {
-	struct tp_global_stats *gs = c->percpu_buf;
+	struct tp_global_stats *gs = c ? c->percpu_buf : NULL;
 	__u32 zero = 0;
 	__u64 total = 0;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.global_stats), &zero, gs))
+	if (!c || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.global_stats), &zero, gs))
 		return 0;
 	for (int cpu = 0; cpu < c->ncpus; cpu++)
 		total += gs[cpu].lost_events;

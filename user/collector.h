@@ -72,7 +72,12 @@ typedef void (*collector_exec_fn)(void *ctx, const char *path, const char *args,
 /* The task in slot gets its execs (one subscriber per task); 0 or -EINVAL. */
 int collector__on_exec(struct collector *c, int slot, collector_exec_fn fn, void *ctx);
 
-/* Loads and attaches; NULL with errno set (EPERM: no BPF permission, ENOENT: no BTF). */
+/*
+ * Loads and attaches; NULL with errno set (EPERM: no BPF permission, ENOENT: no BTF).
+ * A task may be run without one (the collector never stops the job): the reads below
+ * take c NULL as a collector with no slots (nothing read, nothing drained), and
+ * collector__collects(NULL) is COLLECT_CGROUP_ONLY.
+ */
 struct collector *collector__open(const struct collector_opts *opts);
 void collector__free(struct collector *c);
 

@@ -29,6 +29,7 @@ struct run_opts {
 	const char *config_path;
 	__u64 interval_ms;
 	unsigned collect; /* --collect (collect.h), 0: the config's */
+	bool strict;	  /* --strict: a collector that cannot work is 125, CMD not run */
 	char **argv;	  /* CMD [ARG...] */
 	int argc;
 };

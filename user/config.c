@@ -22,6 +22,7 @@ void config_defaults(struct config *c)
 	c->retain_days = 30;
 	snprintf(c->listen, sizeof(c->listen), "%s", "127.0.0.1:9464");
 	c->max_db_mb = 1024;
+	c->spool_max_mb = TP_DEFAULT_SPOOL_MAX_MB;
 	c->max_tasks = TP_MAX_TASKS;
 	c->collect = COLLECT_DEFAULT;
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", TP_DEFAULT_PIN_DIR);
@@ -103,6 +104,17 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 	}
 	if (!strcmp(key, "collect"))
 		return collect_parse(val, &c->collect, why);
+	if (!strcmp(key, "spool_max_mb")) {
+		*why = "spool_max_mb takes whole MiB from 1 to 1048576";
+		return set_int(&c->spool_max_mb, val, 1, 1048576);
+	}
+	if (!strcmp(key, "strict")) {
+		*why = "strict takes true or false";
+		if (strcmp(val, "true") && strcmp(val, "false"))
+			return -EINVAL;
+		c->strict = !strcmp(val, "true");
+		return 0;
+	}
 	if (!strcmp(key, "pin_dir")) {
 		*why = "pin_dir takes an absolute path on a bpffs, or off";
 		return val[0] == '/' || !strcmp(val, "off")

@@ -4,6 +4,7 @@
 #define TP_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "net.h"
@@ -11,6 +12,7 @@
 #define TP_DEFAULT_CONFIG "/etc/taskprobe/taskprobe.conf"
 #define TP_DEFAULT_DB "/var/lib/taskprobe/taskprobe.db"
 #define TP_DEFAULT_PIN_DIR "/sys/fs/bpf/taskprobe"
+#define TP_DEFAULT_SPOOL_MAX_MB 256
 
 struct config {
 	char db[PATH_MAX];
@@ -32,6 +34,9 @@ struct config {
 	char sink[1024];	      /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
 	char sink_passfile[PATH_MAX]; /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
 	int sink_retain_days;	      /* the fleet's tasks older than this go (0: all stay) */
+	int spool_max_mb;	      /* each spool directory's bound (spool.h) */
+	/* a collector that cannot work fails `run` (125) instead of running CMD unmeasured */
+	bool strict;
 };
 
 void config_defaults(struct config *c);

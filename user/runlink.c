@@ -158,9 +158,7 @@ int runlink__open(struct runlink *rl, const struct run_opts *o)
 
 	fd = control_connect(path);
 	if (fd == -ETIMEDOUT) {
-		tp_err("the daemon on %s took no connection for %d s; 'taskprobe run --no-daemon' "
-		       "embeds the collector",
-		       path, CONTROL_CONNECT_S);
+		tp_err("the daemon on %s took no connection for %d s", path, CONTROL_CONNECT_S);
 		return -1;
 	}
 	if (fd < 0) {
@@ -169,7 +167,7 @@ int runlink__open(struct runlink *rl, const struct run_opts *o)
 	}
 	rl->fd = fd;
 	if (o->rules_path && !(rules = rules_text(o->rules_path)))
-		return -1;
+		return -EINVAL;
 	req = request(o, rules, &len);
 	free(rules);
 	if (!req || send_all(rl, &(struct iovec){ req, len }, 1)) {
@@ -181,9 +179,7 @@ int runlink__open(struct runlink *rl, const struct run_opts *o)
 	free(req);
 	ans = answer_line(rl);
 	if (!ans) {
-		tp_err("the daemon on %s did not answer; 'taskprobe run --no-daemon' embeds the "
-		       "collector",
-		       path);
+		tp_err("the daemon on %s did not answer", path);
 		return -1;
 	}
 	for (char *p = ans; p && nf < 4; nf++) {
@@ -193,7 +189,7 @@ int runlink__open(struct runlink *rl, const struct run_opts *o)
 			*p++ = '\0';
 	}
 	if (strcmp(f[0], "ok") || nf != 4) {
-		tp_err("daemon: %s",
+		tp_err("the daemon on %s refused the task: %s", path,
 		       !strcmp(f[0], "error") && nf > 1 ? f[1] : "a malformed answer");
 		return -1;
 	}
@@ -246,8 +242,9 @@ const char *runlink__finish(struct runlink *rl)
 		runlink__read(rl);
 	}
 	if (rl->len < 3 || memcmp(rl->buf, "ok\n", 3)) {
-		tp_err("the daemon went away during the task: no record here; what it counted "
-		       "until then is stored there as interrupted");
+		tp_err("warning: the daemon went away during the task: no record here (a daemon "
+		       "stopped by SIGTERM stores the task as interrupted; one killed leaves it "
+		       "lost)");
 		return NULL;
 	}
 	rl->buf[rl->len] = '\0';

@@ -36,7 +36,8 @@ struct runlink {
 bool runlink__wanted(const struct run_opts *o);
 /*
  * Asks the daemon to start o's task: 1 when it did (paths filled), 0 when no daemon
- * answers (embed the collector), or -1 when it refused (the reason said).
+ * listens (embed the collector), -EINVAL for a bad --rules file, or -1 when the daemon
+ * refused, is stuck or went away (the reason said in one line).
  */
 int runlink__open(struct runlink *rl, const struct run_opts *o);
 /* A line of the task's output, on to the daemon (the output module's callback). */

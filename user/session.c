@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A task's session: its state from the cgroup made to the record stored. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "collect.h"
 #include "notes.h"
 #include "session.h"
+#include "spool.h"
 #include "store.h"
 #include "util.h"
 
@@ -26,6 +28,7 @@ void session__clear(struct session *s)
 	s->slot = -1;
 	s->tid = -1;
 	s->events_fd = -1;
+	s->cg_lock = -1;
 	s->msock.fd = -1;
 	rules__init(&s->rules);
 }
@@ -416,7 +419,10 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 		if (err)
 			return err;
 	} else {
-		err = cgroup_make_task(s->p.root, s->p.id, s->cgroup, sizeof(s->cgroup));
+		/* What dead runs and daemons left is swept first; live ones hold theirs. */
+		cgroup_sweep(s->p.root);
+		err = cgroup_make_task(s->p.root, s->p.id, s->cgroup, sizeof(s->cgroup),
+				       &s->cg_lock);
 		if (err) {
 			report_cgroup_error(err, s->p.id, s->p.root);
 			s->cgroup[0] = '\0'; /* not ours: never remove it */
@@ -431,23 +437,30 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	if (!s->adopted && cgroup_read_u64(s->cgroup, "memory.peak", &(__u64){ 0 }) &&
 	    cgroup_v1_memory_make(s->p.id, s->memcg, sizeof(s->memcg)))
 		s->memcg[0] = '\0';
-	s->slot = collector__track(c, s->cgroup);
-	if (s->slot < 0) {
-		tp_err("cannot track cgroup %s: %s", s->cgroup, strerror(-s->slot));
-		return s->slot;
+	if (c) {
+		s->slot = collector__track(c, s->cgroup);
+		if (s->slot < 0) {
+			tp_err("cannot track cgroup %s: %s", s->cgroup, strerror(-s->slot));
+			return s->slot;
+		}
+		s->rec.collect =
+			collector__collects(c) & (s->p.collect ? s->p.collect : COLLECT_ALL);
+		/* argv is copied in BPF only for a task whose exec rules read it. */
+		if (session__needs_args(s))
+			collector__capture_args(c, s->slot, true);
+		collector__on_exec(c, s->slot, on_exec, s);
+	} else {
+		/* No BPF: the cgroup's own files, and the task's own metrics, are all. */
+		s->rec.collect = COLLECT_CGROUP_ONLY;
 	}
-	s->rec.collect = collector__collects(c) & (s->p.collect ? s->p.collect : COLLECT_ALL);
-	/* argv is copied in BPF only for a task whose exec rules read it. */
-	if (session__needs_args(s))
-		collector__capture_args(c, s->slot, true);
-	collector__on_exec(c, s->slot, on_exec, s);
 	if (!s->adopted)
 		s->cg_rel = s->cgroup + strlen(s->p.root);
 	/* Without the socket the task still runs, only its own metrics are not taken. */
 	err = msock__open(&s->msock);
 	if (err)
-		tp_err("warning: no metrics socket (%s: %s); the task runs without it", MSOCK_DIR,
-		       strerror(-err));
+		session__fault(s,
+			       "no metrics socket (%s: %s): the task's own metrics are not taken",
+			       MSOCK_DIR, strerror(-err));
 	s->events_fd = cgroup_events_fd(s->cgroup);
 	if (s->events_fd < 0) {
 		err = s->events_fd;
@@ -471,13 +484,24 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	s->rec.start_real_ns = tp_realtime_ns();
 	fill_identity(s);
 	if (store) {
+		char why[512];
+
 		hostinfo_labels(s->p.cfg, host_labels, host_store, sizeof(host_store));
+		/* A store that fails must not stop the task: its record is spooled at the end. */
+		tp_catch(why, sizeof(why));
 		err = store__task_begin(store, &s->rec, host_labels, HOST_LABELS, &s->tid);
-		if (err)
-			return err < 0 ? err : -EIO;
-		s->store = store;
+		tp_catch(NULL, 0);
+		if (err) {
+			s->tid = -1;
+			session__fault(s,
+				       "the store failed at the task's start (%s); its record "
+				       "is kept to be stored later",
+				       why[0] ? why : strerror(-err));
+		} else {
+			s->store = store;
+		}
 	}
-	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, store, s->tid);
+	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
 	return 0;
@@ -498,6 +522,9 @@ static void read_cgroup_figures(struct session *s)
 	} else if (err == -ENOENT) {
 		rec->cpu_stat_note = "the task's cgroup was removed before cpu.stat was read";
 	}
+	/* No BPF: the cgroup's usage is the task's CPU time. */
+	if (!s->c && rec->have_cpu_stat)
+		rec->fig.cpu_ns = rec->cpu_stat.usage_us * 1000;
 	rec->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &rec->memory_peak);
 	if (rec->have_memory_peak)
 		rec->memory_peak_source = "cgroup:memory.peak";
@@ -611,14 +638,63 @@ int session__live(struct session *s, struct task_record *out)
 	return 0;
 }
 
-void session__store(struct session *s)
+void session__fault(struct session *s, const char *fmt, ...)
 {
-	/* The task ran: a store that fails now is reported, not turned into 125. */
-	if (s->store && s->tid >= 0 && !store__task_end(s->store, s->tid, &s->rec)) {
-		/* Housekeeping, after the task's own write so that it cannot delay it. */
-		store__mark_lost(s->store);
-		store__retain(s->store, s->p.cfg->retain_days, s->p.cfg->max_db_mb);
+	char msg[TASK_FAULT_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	tp_warn("task '%s': %s", s->p.id, msg);
+	task_add_fault(&s->rec, "%s", msg);
+}
+
+/* The record into the spool of the session's store: 0, or -errno (said). */
+static int spool_record(struct session *s)
+{
+	struct label host_labels[HOST_LABELS];
+	char host_store[1024], where[PATH_MAX], why[1024];
+	int err;
+
+	hostinfo_labels(s->p.cfg, host_labels, host_store, sizeof(host_store));
+	err = spool__save(s->p.db_path, &s->rec, host_labels, HOST_LABELS, s->sampler.pts,
+			  s->sampler.n, (__u64)s->p.cfg->spool_max_mb << 20, where, sizeof(where),
+			  why, sizeof(why));
+	if (err)
+		tp_err("warning: task '%s' could not be stored nor spooled (%s): its record is "
+		       "lost but for --json",
+		       s->p.id, why);
+	else
+		tp_debug("task '%s' spooled as %s", s->p.id, where);
+	return err;
+}
+
+int session__store(struct session *s)
+{
+	char why[512];
+	int err = -ENODEV;
+
+	if (!s->p.db_path)
+		return 0; /* --no-db */
+	if (s->store && s->tid >= 0) {
+		tp_catch(why, sizeof(why));
+		err = store__task_end(s->store, s->tid, &s->rec);
+		tp_catch(NULL, 0);
+		if (!err) {
+			/* Housekeeping, after the task's own write so that it cannot delay it. */
+			store__mark_lost(s->store);
+			store__retain(s->store, s->p.cfg->retain_days, s->p.cfg->max_db_mb);
+			return 0;
+		}
+		/* Its start's row stays, marked lost once our lock is gone, until the spool's. */
+		tp_err("warning: task '%s': the store failed at the task's end (%s); its record "
+		       "goes to the spool",
+		       s->p.id, why[0] ? why : strerror(-err));
 	}
+	/* The task ran: a store that fails is a warning and a file, never a lost record. */
+	spool_record(s);
+	return err;
 }
 
 void session__fini(struct session *s)
@@ -635,6 +711,9 @@ void session__fini(struct session *s)
 		cgroup_remove_task(s->memcg);
 	if (s->cgroup[0] && !s->adopted && s->action != LEFTOVER_KEPT)
 		cgroup_remove_task(s->cgroup);
+	if (s->cg_lock >= 0)
+		close(s->cg_lock);
+	s->cg_lock = -1;
 	if (s->events_fd >= 0)
 		close(s->events_fd);
 	task_record_fini(&s->rec);

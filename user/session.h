@@ -44,7 +44,8 @@ struct session_params {
 	__u64 interval_ms;	 /* series sampling */
 	__u64 grace_s;		 /* leftovers' time before cgroup.kill */
 	bool keep_leftovers;
-	bool by_daemon;	  /* for the record: whose collector */
+	bool by_daemon;	     /* for the record: whose collector */
+	const char *db_path; /* the store's, for its spool; NULL: not stored (--no-db) */
 	unsigned collect; /* what the task asks collected (collect.h), 0: all the collector does */
 	session_done_fn done_fn;
 	void *done_ctx;
@@ -71,6 +72,7 @@ struct session {
 	__u64 main_end_ns;
 	__u64 grace_end_ns; /* 0: no grace period running */
 	int events_fd;	    /* cgroup.events: EPOLLPRI when populated changes */
+	int cg_lock;	    /* our hold on the cgroup we made (cgroup_make_task), or -1 */
 	struct loop_handler events_h;
 	struct loop_handler msock_h;
 	struct loop *loop;
@@ -111,8 +113,13 @@ struct task_record *session__finish(struct session *s);
  * (collector__poll), once for any number of tasks.
  */
 int session__live(struct session *s, struct task_record *out);
-/* The record into the store row, then the store's housekeeping. */
-void session__store(struct session *s);
+/*
+ * The record into the store row, then the store's housekeeping; where the store fails
+ * (or never opened), into the spool of p.db_path. 0, or -errno (said as a warning).
+ */
+int session__store(struct session *s);
+/* A fault of taskprobe's side: one warning line, and a note in the record. */
+void session__fault(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Untracks, removes the cgroups (unless the leftovers were kept), frees. */
 void session__fini(struct session *s);
 

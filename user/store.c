@@ -473,23 +473,22 @@ static int take_lock(struct store *s, __s64 tid, char *path, size_t len)
 	return flock(s->lock_fd, LOCK_EX | LOCK_NB) ? -errno : 0;
 }
 
-int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
-		      int nhost, __s64 *tid)
+/* The task's row, running, with its host's and its own labels; *tid set. No transaction. */
+static int insert_task(struct store *s, const struct task_record *t,
+		       const struct label *host_labels, int nhost, __s64 *tid)
 {
-	char lock[PATH_MAX], *cmd = command_json(t);
+	char *cmd = command_json(t);
 	int err;
 
 	if (!cmd)
 		return -ENOMEM;
-	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
-	if (!err)
-		err = run_stmt(s,
-			       "INSERT INTO tasks (id, host, command, status, start_ns) "
-			       "VALUES (?, ?, ?, 'running', ?)",
-			       "ttti", t->id, t->host, cmd, (long long)t->start_real_ns);
+	err = run_stmt(s,
+		       "INSERT INTO tasks (id, host, command, status, start_ns) "
+		       "VALUES (?, ?, ?, 'running', ?)",
+		       "ttti", t->id, t->host, cmd, (long long)t->start_real_ns);
 	free(cmd);
 	if (err)
-		goto fail;
+		return err;
 	*tid = sqlite3_last_insert_rowid(s->db);
 	for (int i = 0; i < nhost && !err; i++)
 		err = run_stmt(s, "INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", "itt",
@@ -498,7 +497,21 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
 	for (int i = 0; i < t->nlabels && !err; i++)
 		err = run_stmt(s, "INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", "itt",
 			       (long long)*tid, t->labels[i].key, t->labels[i].val);
-	if (!err && take_lock(s, *tid, lock, sizeof(lock))) {
+	return err;
+}
+
+int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
+		      int nhost, __s64 *tid)
+{
+	char lock[PATH_MAX];
+	int err;
+
+	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
+	if (!err)
+		err = insert_task(s, t, host_labels, nhost, tid);
+	if (err)
+		goto fail;
+	if (take_lock(s, *tid, lock, sizeof(lock))) {
 		tp_err("cannot take the task's lock %s: %s", lock, strerror(errno));
 		err = -EIO;
 	}
@@ -635,7 +648,8 @@ static int write_metrics(struct store *s, __s64 tid, const char *record)
 	return err;
 }
 
-int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
+/* The ended task's record, figures, histograms and endpoints into row tid. No transaction. */
+static int write_end(struct store *s, __s64 tid, const struct task_record *t)
 {
 	char *record = NULL;
 	size_t len = 0;
@@ -647,14 +661,15 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 		return -ENOMEM;
 	jw_init(&w, f, false);
 	task_write_json(&w, t);
-	fclose(f);
-	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
-	if (!err)
-		err = run_stmt(s,
-			       "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
-			       "record = ?, ship = CASE WHEN ? THEN 1 END WHERE tid = ?",
-			       "tiitii", task_status_names[t->end], (long long)task_exit_status(t),
-			       (long long)t->wall_ns, record, (long long)s->outbox, (long long)tid);
+	if (fclose(f)) {
+		free(record);
+		return -ENOMEM;
+	}
+	err = run_stmt(s,
+		       "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
+		       "record = ?, ship = CASE WHEN ? THEN 1 END WHERE tid = ?",
+		       "tiitii", task_status_names[t->end], (long long)task_exit_status(t),
+		       (long long)t->wall_ns, record, (long long)s->outbox, (long long)tid);
 	if (!err)
 		err = write_metrics(s, tid, record);
 	for (size_t i = 0; i < hist_descs_n && !err; i++)
@@ -664,6 +679,16 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 	if (!err)
 		err = write_net(s, tid, &t->net);
 	free(record);
+	return err;
+}
+
+int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
+{
+	int err;
+
+	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
+	if (!err)
+		err = write_end(s, tid, t);
 	if (err) {
 		exec(s, "ROLLBACK");
 		return err;
@@ -679,6 +704,61 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 		s->lock_fd = -1;
 	}
 	return 0;
+}
+
+int store__restore(struct store *s, const struct task_record *t, const struct label *host_labels,
+		   int nhost, const void *blob, size_t len, size_t points)
+{
+	sqlite3_stmt *st = NULL;
+	__s64 tid = -1;
+	int err, step;
+
+	if (s->fleet)
+		return -EOPNOTSUPP;
+	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
+	if (err)
+		return err;
+	/* Its start's row, where one was written (then marked lost): completed, not doubled. */
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT tid, status FROM tasks WHERE id = ? AND host = ? AND "
+			       "start_ns = ?",
+			       -1, &st, NULL) != SQLITE_OK) {
+		err = db_error(s, "finding a spooled task");
+		goto fail;
+	}
+	sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, t->host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)t->start_real_ns);
+	step = query_step(s, st);
+	if (step == SQLITE_ROW) {
+		const char *status = (const char *)sqlite3_column_text(st, 1);
+
+		tid = sqlite3_column_int64(st, 0);
+		if (status && strcmp(status, "running") && strcmp(status, "lost")) {
+			sqlite3_finalize(st);
+			exec(s, "ROLLBACK");
+			return 0; /* stored before: the file only was left */
+		}
+	}
+	sqlite3_finalize(st);
+	if (step < 0) {
+		err = step;
+		goto fail;
+	}
+	if (tid < 0)
+		err = insert_task(s, t, host_labels, nhost, &tid);
+	if (!err)
+		err = run_stmt(s, "DELETE FROM series WHERE task = ?", "i", (long long)tid);
+	if (!err && points)
+		err = store__append_series(s, tid, 0, blob, len, points);
+	if (!err)
+		err = write_end(s, tid, t);
+	if (err)
+		goto fail;
+	return exec(s, "COMMIT") ? db_error(s, "committing a spooled task") : 0;
+fail:
+	exec(s, "ROLLBACK");
+	return err;
 }
 
 int store__task_abort(struct store *s, __s64 tid)

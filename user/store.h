@@ -53,6 +53,13 @@ int store__replace_series(struct store *s, __s64 tid, const void *blob, size_t l
 int store__task_end(struct store *s, __s64 tid, const struct task_record *t);
 /* Forgets a task that never started (its command could not be executed). */
 int store__task_abort(struct store *s, __s64 tid);
+/*
+ * A spooled task, ended, with its series (blob of points samples, or NULL), in one
+ * transaction: its row completed where its start was stored (running or lost), else
+ * made; nothing when it is stored already (same id, host and start). 0 or -errno.
+ */
+int store__restore(struct store *s, const struct task_record *t, const struct label *host_labels,
+		   int nhost, const void *blob, size_t len, size_t points);
 /* Marks running tasks whose collector is gone as lost; returns how many. */
 int store__mark_lost(struct store *s);
 /* Drops tasks older than days, then the oldest while the file is over max_mb. */

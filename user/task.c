@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A finished task's record: its identity, its figures, and how it is printed and saved. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -288,9 +289,64 @@ static void print_io_mem(FILE *f, const struct task_record *t)
 		(unsigned long long)g->oom_kills);
 }
 
+void task_add_fault(struct task_record *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->nfaults >= TASK_FAULTS_MAX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->faults[t->nfaults++], TASK_FAULT_LEN, fmt, ap);
+	va_end(ap);
+}
+
 bool task_collected(const struct task_record *t, const char *name)
 {
 	return collect_has(t->collect ? t->collect : COLLECT_ALL, name, t->have_memory_peak);
+}
+
+/* The collector's faults, each wrapped at word boundaries to the summary's width. */
+static void print_faults(FILE *f, const struct task_record *t)
+{
+	const int width = SUMMARY_WIDTH - 14;
+
+	for (int i = 0; i < t->nfaults; i++) {
+		const char *p = t->faults[i];
+		bool first = true;
+
+		while (*p) {
+			int n = (int)strlen(p);
+
+			if (n > width) {
+				n = width;
+				while (n > width / 2 && p[n] != ' ')
+					n--;
+				if (p[n] != ' ')
+					n = width;
+			}
+			fprintf(f, "  %-10s %.*s\n", first && !i ? "FAULT" : "", n, p);
+			first = false;
+			p += n;
+			while (*p == ' ')
+				p++;
+		}
+	}
+}
+
+/* No BPF: what the cgroup's own files said, and no more. */
+static void print_cgroup_only(FILE *f, const struct task_record *t)
+{
+	char a[32];
+	const char *src;
+
+	if (t->have_memory_peak) {
+		tp_fmt_bytes(a, sizeof(a), task_mem_peak(t, &src));
+		fprintf(f, "  memory     peak %s (%s)\n", a, src);
+	}
+	print_phases(f, t);
+	print_leftovers(f, t);
+	fprintf(f, "  not known  processes, disk, network, programs: no BPF collector\n");
+	print_faults(f, t);
 }
 
 void task_print_summary(FILE *f, const struct task_record *t)
@@ -310,6 +366,10 @@ void task_print_summary(FILE *f, const struct task_record *t)
 	if (t->cpu_stat_note)
 		fprintf(f, "             %s%.60s\n",
 			t->have_cpu_stat ? "cpu.stat " : "no user/system: ", t->cpu_stat_note);
+	if (t->collect & COLLECT_CGROUP_ONLY) {
+		print_cgroup_only(f, t);
+		return;
+	}
 	fprintf(f, "  processes  %llu started, %llu execs, %llu failed, at most %lld alive\n",
 		(unsigned long long)g->forks, (unsigned long long)g->execs,
 		(unsigned long long)g->failed_exits, (long long)g->max_alive);
@@ -356,6 +416,7 @@ void task_print_summary(FILE *f, const struct task_record *t)
 			"  WARNING    %llu probe runs skipped by the kernel (nested on a CPU);\n"
 			"             figures may be short\n",
 			(unsigned long long)t->skipped_runs);
+	print_faults(f, t);
 }
 
 static void write_hist(struct jw *w, const char *name, const struct tp_hist *h, const char *unit)
@@ -460,6 +521,15 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 
 	jw_key(w, "sources");
 	jw_obj_begin(w);
+	if (t->collect & COLLECT_CGROUP_ONLY) {
+		/* No BPF: the cgroup's files are all there is. */
+		jw_kstr(w, "cpu.time_ns", "cgroup:cpu.stat usage_usec");
+		jw_kstr(w, "cpu.user_ns", "cgroup:cpu.stat");
+		if (t->have_memory_peak)
+			jw_kstr(w, "mem.peak_bytes", mem_src);
+		jw_obj_end(w);
+		return;
+	}
 	for (size_t i = 0; i < metric_descs_n; i++) {
 		const struct metric_desc *d = &metric_descs[i];
 		double v;
@@ -590,6 +660,11 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	jw_kstr(w, "mode", t->by_daemon ? "daemon" : "embedded");
 	jw_kstr(w, "collect",
 		collect_format(t->collect ? t->collect : COLLECT_ALL, what, sizeof(what)));
+	jw_key(w, "faults");
+	jw_arr_begin(w);
+	for (int i = 0; i < t->nfaults; i++)
+		jw_str(w, t->faults[i]);
+	jw_arr_end(w);
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
@@ -762,9 +837,17 @@ int task_from_json(struct task_record *t, const struct json *j)
 	{
 		const char *why;
 
+		const char *what = json_str(json_get(j, "collector"), "collect");
+		const struct json *faults = json_get(json_get(j, "collector"), "faults");
+
 		/* Records from before collect: everything. */
-		if (collect_parse(json_str(json_get(j, "collector"), "collect"), &t->collect, &why))
+		if (!strcmp(what, "cgroup"))
+			t->collect = COLLECT_CGROUP_ONLY;
+		else if (collect_parse(what, &t->collect, &why))
 			t->collect = COLLECT_ALL;
+		for (size_t i = 0; i < json_len(faults); i++)
+			if (json_at(faults, i)->type == JSON_STR)
+				task_add_fault(t, "%s", json_at(faults, i)->str);
 	}
 	t->exec_args_truncated = (__u64)json_num(j, "exec_args_truncated");
 	if (phases_from_json(t, json_get(j, "phases")) ||

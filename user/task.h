@@ -19,6 +19,8 @@
 #include "util.h"
 
 #define TASK_RECORD_SCHEMA 1
+#define TASK_FAULTS_MAX 8
+#define TASK_FAULT_LEN 400
 
 enum task_end {
 	TASK_EXITED,
@@ -88,7 +90,17 @@ struct task_record {
 	struct notes notes; /* notable moments, times since the start; owned */
 	struct procs procs; /* processes, the longest-lived, times since the start; owned */
 	unsigned collect;   /* what was collected (collect.h); 0: everything */
+	/*
+	 * What went wrong on taskprobe's side while the task ran (no BPF, a store that
+	 * failed, a daemon that refused): each said once as a warning, kept in the record.
+	 */
+	char faults[TASK_FAULTS_MAX][TASK_FAULT_LEN];
+	int nfaults;
 };
+
+/* A fault of the collector's side, into the record (printf-style; extra ones dropped). */
+void task_add_fault(struct task_record *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* mem.peak_bytes and where it came from. */
 __u64 task_mem_peak(const struct task_record *t, const char **source);

@@ -52,13 +52,28 @@ static void escape_line(char *out, size_t len, const char *in)
 	out[o] = '\0';
 }
 
+/* tp_catch's buffer on this thread, or NULL: lines go to stderr. */
+static __thread char *caught;
+static __thread size_t caught_len;
+
+void tp_catch(char *buf, size_t len)
+{
+	caught = buf && len ? buf : NULL;
+	caught_len = len;
+	if (caught)
+		caught[0] = '\0';
+}
+
 static void say(char *msg, size_t len, const char *fmt, va_list ap)
 {
 	char raw[1024];
 
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	escape_line(msg, len, raw);
-	fprintf(stderr, "taskprobe: %s\n", msg);
+	if (!caught)
+		fprintf(stderr, "taskprobe: %s\n", msg);
+	else if (!caught[0])
+		snprintf(caught, caught_len, "%s", msg);
 }
 
 void tp_note(const char *fmt, ...)
@@ -71,6 +86,18 @@ void tp_note(const char *fmt, ...)
 	va_end(ap);
 }
 
+void tp_warn(const char *fmt, ...)
+{
+	char raw[1024], msg[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	escape_line(msg, sizeof(msg), raw);
+	fprintf(stderr, "taskprobe: warning: %s\n", msg);
+}
+
 void tp_err(const char *fmt, ...)
 {
 	char msg[4096];
@@ -79,7 +106,7 @@ void tp_err(const char *fmt, ...)
 	va_start(ap, fmt);
 	say(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (tp_json_errors) {
+	if (tp_json_errors && !caught) {
 		fputs("{\"error\": \"", stdout);
 		for (const char *p = msg; *p; p++) {
 			if (*p == '"' || *p == '\\')

@@ -23,6 +23,14 @@ extern int tp_json_errors;
 
 /* Every user-facing error: one line, prefixed "taskprobe: ". */
 void tp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * From now on this thread's tp_err and tp_note lines are kept, the first one in buf
+ * (without the "taskprobe: " prefix), not printed; tp_catch(NULL, 0) prints again.
+ * For a fault the caller says once, in its own words, as one line.
+ */
+void tp_catch(char *buf, size_t len);
+/* "taskprobe: warning: ..." on stderr, caught or not: a fault said while work goes on. */
+void tp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A line worth knowing that is no error ("taskprobe: ...", stderr only, never in --json). */
 void tp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A "taskprobe: ..." line on stderr under -v only: what was skipped, and why. */

@@ -676,13 +676,18 @@ TEST(TIER_E2E, no_daemon_embeds)
 }
 
 /*
- * max_tasks = 2: a third task is refused in one line, for `task start` and for `run`,
- * and the two tracked keep exactly their own counts; once one ends there is room.
+ * max_tasks = 2: a third task is refused in one line for `task start` (exit 1); a
+ * `run` is never stopped by it: it embeds a collector of its own, says so in one
+ * warning line, and its record counts its command exactly and notes the fault; with
+ * --strict it exits 125 and its command never runs. The two tracked keep exactly
+ * their own counts; once one ends there is room.
  */
 TEST(TIER_E2E, full_task_table_refuses_the_new_task)
 {
 	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *conf = tu_tmp("tp.conf");
-	char cg[3][4096], sock_opt[4200], conf_opt[4200], json[3][4200];
+	const char *m4 = tu_tmp("m4.json"), *mark = tu_tmp("ran");
+	char cg[3][4096], sock_opt[4200], conf_opt[4200], json[3][4200], script[4200];
+	const struct json *rec, *faults;
 	static const char *const ids[3] = { "m1", "m2", "m3" };
 	struct tu_result r;
 	pid_t d;
@@ -705,9 +710,33 @@ TEST(TIER_E2E, full_task_table_refuses_the_new_task)
 	ASSERT_TRUE(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "in one line");
 	unsetenv("TASKPROBE_DB");
 	setenv("TASKPROBE_CONTROL", sock, 1);
-	tu_tp(&r, 60, "run", "--id", "m4", "--", "/bin/true", NULL);
-	ASSERT_EQ(r.status, 125, "a run, refused");
-	ASSERT_TRUE(strstr(r.err, "task table is full") != NULL, "says why");
+	/* The embedded collector stores in the default store: this namespace's tmpfs. */
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mount("tmpfs", "/var/lib", "tmpfs", 0, "mode=0755"), "/var/lib hidden"))
+		return;
+	tu_tp(&r, 60, "run", "--id", "m4", "--quiet", "--json", m4, "--", "sh", "-c",
+	      "/bin/true; /bin/true; exit 3", NULL);
+	ASSERT_EQ(r.status, 3, "a run the daemon refused runs, with its command's status");
+	CHECK(r.err && strstr(r.err, "task table is full") &&
+		      strstr(r.err, "this run embeds a collector of its own") &&
+		      strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+	      "one warning line says why and what was done: %s", r.err ? r.err : "(none)");
+	rec = tu_load_json(m4);
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 3, "its execs, counted by its own collector");
+	ASSERT_STREQ(json_str(json_get(rec, "collector"), "mode"), "embedded", "the record says");
+	faults = json_get(json_get(rec, "collector"), "faults");
+	ASSERT_TRUE(json_len(faults) == 1 && strstr(json_at(faults, 0)->str, "task table is full"),
+		    "the fault is noted in the record");
+	tu_tp(&r, 30, "list", "--db", TP_DEFAULT_DB, "--json", NULL);
+	ASSERT_TRUE(tu_find(tu_parse_json(r.out), "id", "m4") != NULL, "and stored");
+	snprintf(script, sizeof(script), "touch %s", mark);
+	tu_tp(&r, 60, "run", "--strict", "--id", "m5", "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 125, "--strict: the refusal fails the run");
+	ASSERT_TRUE(access(mark, F_OK) != 0, "--strict: its command never ran");
+	CHECK(r.err && strstr(r.err, "--strict: the command is not run"), "says so: %s",
+	      r.err ? r.err : "(none)");
+
 	/* m1: 1+3 execs, m2: 1+5; then m1 ends, m3 gets its slot: 1+7. */
 	ASSERT_EQ(run_in(cg[0], "/bin/true; /bin/true; /bin/true"), 0, "m1's workload");
 	ASSERT_EQ(run_in(cg[1], "/bin/true; /bin/true; /bin/true; /bin/true; /bin/true"), 0,
@@ -1329,8 +1358,9 @@ TEST(TIER_E2E, a_burst_of_clients_waits_and_is_never_refused)
 
 /*
  * A stuck daemon (stopped): `task end` does not hang for its answer (30 s). With its
- * listen backlog full, a run does not hang in connect; it gives up after 10 s with
- * one line and 125, and its command never ran.
+ * listen backlog full, a run does not hang in connect: it gives up after 10 s with one
+ * warning line, embeds a collector of its own, and its command runs (its marker file
+ * made, its exit status kept). With --strict it exits 125 and its command never runs.
  */
 TEST(TIER_E2E, a_stuck_daemon_fails_its_clients_in_one_line)
 {
@@ -1368,20 +1398,36 @@ TEST(TIER_E2E, a_stuck_daemon_fails_its_clients_in_one_line)
 		fds[n++] = fd;
 	}
 	CHECK(n > 0 && n < (int)ARRAY_SIZE(fds), "the backlog filled: %d connections", n);
-	snprintf(script, sizeof(script), "touch %s", mark);
-	efd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	run = tu_spawn_fds(
-		(char *[]){ (char *)tu_bin(), "run", "--quiet", "--", "sh", "-c", script, NULL },
-		-1, efd);
-	close(efd);
-	ASSERT_EQ(wait_run(run), 125, "the run gave up: taskprobe's own failure");
-	ASSERT_TRUE(access(mark, F_OK) != 0, "its command never ran");
-	if (tp_slurp(err, "the run's stderr", true, &text) < 0)
-		text = NULL;
-	CHECK(text && strstr(text, "took no connection for 10 s") &&
-		      strchr(text, '\n') == text + strlen(text) - 1,
-	      "one line says so: %s", text ? text : "(none)");
-	free(text);
+	/* The embedded collector stores in the default store: this namespace's tmpfs. */
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mount("tmpfs", "/var/lib", "tmpfs", 0, "mode=0755"), "/var/lib hidden"))
+		return;
+	snprintf(script, sizeof(script), "touch %s; exit 7", mark);
+	for (int strict = 0; strict < 2; strict++) {
+		efd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		run = tu_spawn_fds((char *[]){ (char *)tu_bin(), "run", "--quiet",
+					       strict ? "--strict" : "--quiet", "--", "sh", "-c",
+					       script, NULL },
+				   -1, efd);
+		close(efd);
+		if (strict) {
+			ASSERT_EQ(wait_run(run), 125, "--strict: the run gave up");
+			ASSERT_TRUE(access(mark, F_OK) != 0, "--strict: its command never ran");
+		} else {
+			ASSERT_EQ(wait_run(run), 7, "the run embedded, its command's status");
+			ASSERT_OK(access(mark, F_OK), "its command ran");
+			unlink(mark);
+		}
+		if (tp_slurp(err, "the run's stderr", true, &text) < 0)
+			text = NULL;
+		CHECK(text && strstr(text, "took no connection for 10 s") &&
+			      strstr(text, strict ? "--strict: the command is not run"
+						  : "warning: the daemon on") &&
+			      strchr(text, '\n') == text + strlen(text) - 1,
+		      "one line says so: %s", text ? text : "(none)");
+		free(text);
+	}
 	while (n > 0)
 		close(fds[--n]);
 	kill(d, SIGCONT);

@@ -599,31 +599,51 @@ TEST(TIER_E2E, summary_fits_80_columns)
 	ASSERT_EQ(tu_count_long_lines(r.err, 80), 0, "lines over 80 columns");
 }
 
-TEST(TIER_E2E, no_bpf_permission_is_one_line_125)
+/*
+ * As nobody: no BPF, no cgroup of its own, no database. The command still runs with
+ * its exit status, unmeasured, each fault one warning line; with --strict, 125 in one
+ * line that names the problem and the fix, and the command never runs.
+ */
+TEST(TIER_E2E, no_permission_runs_the_command_unmeasured)
 {
-	const char *errf = tu_tmp("err");
-	char buf[1024];
-	int status;
+	const char *errf = tu_tmp("err"), *mark = tu_tmp("ran");
+	char buf[4096], script[4200];
+	int status, warnings = 0;
 	pid_t pid;
 
-	/* As nobody: no CAP_BPF, so loading must fail with a clear line, not a crash. */
-	pid = fork();
-	if (pid == 0) {
-		int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	snprintf(script, sizeof(script), "touch %s; exit 5", mark);
+	chmod(tu_tmp(""), 0777);
+	for (int strict = 0; strict < 2; strict++) {
+		pid = fork();
+		if (pid == 0) {
+			int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 
-		if (fd < 0 || dup2(fd, 2) < 0 || setgid(65534) || setuid(65534))
-			_exit(99);
-		execl(tu_bin(), tu_bin(), "run", "--", "/bin/true", (char *)NULL);
-		_exit(98);
+			if (fd < 0 || dup2(fd, 2) < 0 || setgid(65534) || setuid(65534))
+				_exit(99);
+			execl(tu_bin(), tu_bin(), "run", "--quiet", strict ? "--strict" : "--quiet",
+			      "--", "sh", "-c", script, (char *)NULL);
+			_exit(98);
+		}
+		tu_track_pid(pid);
+		ASSERT_EQ(waitpid(pid, &status, 0), pid, "wait");
+		ASSERT_TRUE(WIFEXITED(status), "exited");
+		ASSERT_EQ(WEXITSTATUS(status), strict ? 125 : 5, "exit status");
+		ASSERT_TRUE(tp_read_file(errf, buf, sizeof(buf)) > 0, "error output");
+		ASSERT_EQ(access(mark, F_OK) == 0, !strict, "the command ran, unless --strict");
+		unlink(mark);
+		if (strict) {
+			ASSERT_TRUE(!strncmp(buf, "taskprobe: no BPF collector (no permission", 42),
+				    "names the problem");
+			ASSERT_TRUE(strstr(buf, "root") != NULL, "names the fix");
+			ASSERT_EQ(strchr(buf, '\n') - buf + 1, (long)strlen(buf), "one line");
+			continue;
+		}
+		for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+			warnings += !strncmp(p, "taskprobe: warning: ", 20) ? 1 : 1000;
+		CHECK(warnings == 2 && strstr(buf, "no permission to load BPF") &&
+			      strstr(buf, "runs unmeasured"),
+		      "a warning line for the BPF and the cgroup: %s", buf);
 	}
-	tu_track_pid(pid);
-	ASSERT_EQ(waitpid(pid, &status, 0), pid, "wait");
-	ASSERT_TRUE(WIFEXITED(status), "exited");
-	ASSERT_EQ(WEXITSTATUS(status), 125, "exit status");
-	ASSERT_TRUE(tp_read_file(errf, buf, sizeof(buf)) > 0, "error output");
-	ASSERT_TRUE(!strncmp(buf, "taskprobe: no permission", 24), "names the problem");
-	ASSERT_TRUE(strstr(buf, "root") != NULL, "names the fix");
-	ASSERT_EQ(strchr(buf, '\n') - buf + 1, (long)strlen(buf), "one line");
 }
 
 /*

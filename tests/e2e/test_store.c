@@ -185,8 +185,12 @@ static void check_refused_unchanged(const char *db, const char *what, const char
 	CHECK(!strncmp(r.err, "taskprobe: ", 11) && strstr(r.err, expect), "%s: error '%s'", what,
 	      r.err);
 	CHECK(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "%s: one line", what);
-	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
-	CHECK(r.status == 125, "%s: run exit %d, expected 125", what, r.status);
+	/* The collector never stops the job: the command runs, the record is spooled. */
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "sh", "-c", "exit 9", NULL);
+	CHECK(r.status == 9, "%s: run exit %d, expected the command's 9", what, r.status);
+	CHECK(!strncmp(r.err, "taskprobe: warning: the store cannot be used", 44) &&
+		      strstr(r.err, expect) && strchr(r.err, '\n') && !strchr(r.err, '\n')[1],
+	      "%s: one warning line: '%s'", what, r.err);
 	after = file_bytes(db, &after_len);
 	CHECK(before_len == after_len && !memcmp(before, after, before_len), "%s: file changed",
 	      what);
@@ -260,7 +264,7 @@ TEST(TIER_E2E, bad_config_line_names_file_and_line)
 	ASSERT_TRUE(!strncmp(r.err, want, strlen(want)), "names the file and line 2");
 }
 
-TEST(TIER_E2E, locked_database_is_one_clear_error)
+TEST(TIER_E2E, locked_database_is_one_warning_and_a_spooled_record)
 {
 	char db[512];
 	struct tu_result r;
@@ -272,15 +276,24 @@ TEST(TIER_E2E, locked_database_is_one_clear_error)
 	if (!ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK, "open"))
 		return;
 	ASSERT_EQ(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK, "hold the lock");
-	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
-	ASSERT_EQ(r.status, 125, "run against a locked database");
-	ASSERT_TRUE(strstr(r.err, "locked") != NULL, "says it is locked");
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--id", "while-locked", "--", "sh", "-c",
+	      "/bin/true; exit 2", NULL);
+	ASSERT_EQ(r.status, 2, "run against a locked database: its command's status");
+	ASSERT_TRUE(strstr(r.err, "warning") && strstr(r.err, "locked"), "says it is locked");
 	ASSERT_TRUE(strchr(r.err, '\n') && !strchr(r.err, '\n')[1], "in one line");
 	/* Readers are not blocked by a writer (WAL). */
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
 	ASSERT_EQ(r.status, 0, "list while a writer holds the lock");
 	sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_close(h);
+	/* The lock is gone: the next run stores the spooled task, once. */
+	tu_tp(&r, 30, "run", "--quiet", "--db", db, "--", "/bin/true", NULL);
+	ASSERT_EQ(r.status, 0, "a run once the lock is gone");
+	tu_tp(&r, 30, "show", "while-locked", "--db", db, "--json", NULL);
+	ASSERT_EQ(tu_num(tu_parse_json(r.out), "exit_status"), 2, "the spooled task, stored");
+	ASSERT_EQ(tu_metric(tu_parse_json(r.out), "proc.execs"), 2, "with its execs");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), 3, "three tasks, none doubled");
 	tu_tp(&r, 30, "show", "nope", "--db", db, "--json", NULL);
 	ASSERT_STREQ(r.out, "{\"error\": \"no stored task 'nope'; 'taskprobe list' shows them\"}\n",
 		     "--json errors are JSON on stdout");

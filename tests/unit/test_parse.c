@@ -132,10 +132,9 @@ TEST(TIER_UNIT, run_too_many_labels)
 /* STYLE: --help stays in step with the parser. */
 TEST(TIER_UNIT, run_help_lists_every_option)
 {
-	static const char *const opts[] = {
-		"--id",	   "--label",	"--json", "--grace", "--keep-leftovers",
-		"--quiet", "--verbose", "--help"
-	};
+	static const char *const opts[] = { "--id",	 "--label",	     "--json",
+					    "--grace",	 "--keep-leftovers", "--quiet",
+					    "--verbose", "--help",	     "--strict" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
 		CHECK(strstr(run_usage, opts[i]), "run --help does not mention %s", opts[i]);
@@ -149,7 +148,7 @@ TEST(TIER_UNIT, readme_lists_every_run_option)
 					    "--grace",	   "--keep-leftovers", "--quiet",
 					    "--db",	   "--no-db",	       "--interval",
 					    "--config",	   "--perfherder",     "--collect",
-					    "--no-daemon", "--rules" };
+					    "--no-daemon", "--rules",	       "--strict" };
 	static char readme[65536];
 
 	if (!ASSERT_TRUE(tp_read_file("README.md", readme, sizeof(readme)) > 0, "README.md"))
