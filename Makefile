@@ -132,9 +132,9 @@ $(OUT)/tests/helpers/%: tests/helpers/%.c
 $(BPFOUT):
 	$(Q)mkdir -p $@
 
-test: $(BIN) $(TESTBIN) $(HELPERS) $(SYNTH)
+test: $(BIN) $(TESTBIN) $(HELPERS) $(SYNTH) $(EXECLOOP)
 	$(Q)TASKPROBE_BIN=$(abspath $(BIN)) TASKPROBE_HELPERS=$(abspath $(OUT)/tests/helpers) \
-		TASKPROBE_SYNTH=$(abspath $(SYNTH)) \
+		TASKPROBE_SYNTH=$(abspath $(SYNTH)) TASKPROBE_EXECLOOP=$(abspath $(EXECLOOP)) \
 		$(TESTBIN) $(TESTS)
 
 # Parsers under libFuzzer with ASan and UBSan, FUZZ_SECONDS each; crashes fail the build.

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -543,4 +544,40 @@ void tu_cleanup(void)
 		free(allocs[i]);
 	nallocs = 0;
 	rm_tmpdir();
+}
+
+bool tu_wait_socket(const char *sock, pid_t daemon)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	for (int i = 0; i < 1000; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+		ok = fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a));
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return true;
+		if (waitpid(daemon, NULL, WNOHANG) == daemon)
+			return false;
+		usleep(10000);
+	}
+	return false;
+}
+
+pid_t tu_daemon(const char *db, const char *sock)
+{
+	char sock_opt[4200];
+	pid_t d;
+
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt,
+				 "--listen=off", NULL });
+	if (d <= 0 || !tu_wait_socket(sock, d))
+		return -1;
+	/* TASKPROBE_DB names a store of the run's own, which embeds the collector. */
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	return d;
 }

@@ -70,6 +70,13 @@ const char *tu_netlab(const char *statuses);
  * failed check; removed after the test.
  */
 const char *tu_pglab(int *port);
+/* The daemon answers on sock within 10 s (false: it exited, or did not). */
+bool tu_wait_socket(const char *sock, pid_t daemon);
+/*
+ * A daemon of this test's own on sock and db, without HTTP, tracked; runs find it
+ * (TASKPROBE_CONTROL set, TASKPROBE_DB unset). -1 when it does not answer.
+ */
+pid_t tu_daemon(const char *db, const char *sock);
 /* A loopback TCP port free now (whoever binds it next, a moment later). */
 int tu_free_port(void);
 /* pglab.sh VERB DIR (stop, start): its exit status. */

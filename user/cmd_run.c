@@ -658,6 +658,26 @@ static const char *bpf_why(int err)
 	}
 }
 
+/*
+ * TASKPROBE_RINGBUF_BYTES, for tests: a ring buffer that small (a power of two of at
+ * least a page), so that an overflow can be forced; 0 (the default) otherwise.
+ */
+static __u32 test_ringbuf_bytes(void)
+{
+	const char *v = getenv("TASKPROBE_RINGBUF_BYTES");
+	__u64 n;
+
+	if (!v || !*v)
+		return 0;
+	if (tp_parse_u64(v, 1U << 30, &n) || n < (__u64)sysconf(_SC_PAGESIZE) || (n & (n - 1))) {
+		tp_warn("TASKPROBE_RINGBUF_BYTES=%.32s is no power of two from the page size to "
+			"1 GiB: ignored",
+			v);
+		return 0;
+	}
+	return (__u32)n;
+}
+
 /* No cgroup, no collector: the command runs as a plain child, unmeasured. */
 static int prepare_bare(struct run_state *st)
 {
@@ -713,6 +733,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 			       ?: prepare_bare(st);
 	copts.max_tasks = 1; /* this run's task: one slot in the per-task maps */
 	copts.collect = o->collect ? o->collect : cfg->collect;
+	copts.ringbuf_bytes = test_ringbuf_bytes();
 	st->c = collector__open(&copts);
 	if (!st->c && run_fault(st, "CPU and memory come from the cgroup's own files only",
 				"no BPF collector (%s)", bpf_why(errno)))

@@ -347,7 +347,8 @@ static int drain_dir(struct store *st, const char *dir, int max, __u64 deadline,
 			break;
 		n++;
 	}
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n && !err && *stored < max && tp_now_ns() < deadline; i++) {
 		int e = store_file(st, dirfd(d), names[i]);
 		char bad[NAME_MAX + 8];

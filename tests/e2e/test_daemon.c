@@ -26,27 +26,6 @@
 #include "testutil.h"
 #include "util.h"
 
-/* The daemon answers on sock within 10 s. */
-static bool wait_socket(const char *sock, pid_t daemon)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
-	for (int i = 0; i < 1000; i++) {
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
-
-		ok = fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a));
-		if (fd >= 0)
-			close(fd);
-		if (ok)
-			return true;
-		if (waitpid(daemon, NULL, WNOHANG) == daemon)
-			return false;
-		usleep(10000);
-	}
-	return false;
-}
-
 /* Exit status of pid within 10 s, or -1. */
 static int wait_exit(pid_t pid)
 {
@@ -175,7 +154,7 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt, listen,
 				 NULL });
 	unsetenv("TASKPROBE_INSTANCE_TYPE");
-	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the daemon listens"))
 		return;
 	/* A second daemon on the same socket refuses to start. */
 	tu_tp(&r, 30, "daemon", "--db", db, sock_opt, NULL);
@@ -360,7 +339,7 @@ TEST(TIER_E2E, api_token_is_required)
 	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + (getpid() + 7) % 20000);
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
 				 listen, NULL });
-	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the daemon listens"))
 		return;
 	snprintf(url, sizeof(url), "http://%s/healthz", listen + 9);
 	ASSERT_EQ(http_get(&r, url, NULL), 401, "no token");
@@ -396,7 +375,7 @@ TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
 	tu_write_file(conf, files[0]);
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
 				 "--listen=off", NULL });
-	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the daemon listens"))
 		return;
 	for (int i = 0; i < 4; i++) {
 		if (i && files[i])
@@ -428,23 +407,6 @@ TEST(TIER_E2E, daemon_reload_is_for_new_tasks)
 	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "tasks"), 2, "after it");
 	ASSERT_EQ(tu_num(tu_find(groups, "value", "pool-b"), "sum"), 4, "their execs");
 	ASSERT_TRUE(tu_find(groups, "value", "pool-c") == NULL, "the bad file was not taken");
-}
-
-/* A daemon of this test's own on sock and db, without HTTP; runs find it (env). */
-static pid_t daemon_for_runs(const char *db, const char *sock)
-{
-	char sock_opt[4200];
-	pid_t d;
-
-	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
-	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt,
-				 "--listen=off", NULL });
-	if (d <= 0 || !wait_socket(sock, d))
-		return -1;
-	/* TASKPROBE_DB names a store of the run's own, which embeds the collector. */
-	unsetenv("TASKPROBE_DB");
-	setenv("TASKPROBE_CONTROL", sock, 1);
-	return d;
 }
 
 /*
@@ -496,7 +458,7 @@ TEST(TIER_E2E, runs_through_the_daemon_equal_embedded)
 	pid_t d, pids[3];
 
 	snprintf(edb_opt, sizeof(edb_opt), "--db=%s", edb);
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	for (int mode = 0; mode < 2; mode++) {
@@ -555,7 +517,7 @@ TEST(TIER_E2E, fifty_concurrent_runs_through_one_daemon)
 	int exact = 0, daemon_mode = 0, ok = 0;
 	pid_t d, pids[N];
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	for (int i = 0; i < N; i++) {
@@ -607,7 +569,7 @@ TEST(TIER_E2E, daemon_stopped_under_a_run)
 	char script[4200];
 	pid_t d, run;
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	/* sh, 3 /bin/true, touch, then sleep: 6 execs before the stop. */
@@ -649,7 +611,7 @@ TEST(TIER_E2E, no_daemon_embeds)
 	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
 	    !ASSERT_OK(mount("tmpfs", "/var/lib", "tmpfs", 0, "mode=0755"), "/var/lib hidden"))
 		return;
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	tu_tp(&r, 60, "run", "--id", "n1", "--no-daemon", "--json", j1, "--", "/bin/true", NULL);
@@ -700,7 +662,7 @@ TEST(TIER_E2E, full_task_table_refuses_the_new_task)
 	tu_write_file(conf, "max_tasks = 2\n");
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
 				 "--listen=off", NULL });
-	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the daemon listens"))
 		return;
 	for (int i = 0; i < 3; i++) {
 		tu_tp(&r, 30, "task", "start", ids[i], "--cgroup", cg[i], sock_opt, NULL);
@@ -810,7 +772,7 @@ TEST(TIER_E2E, prometheus_scrapes_the_daemon)
 	tu_write_file(conf, "metrics_label = job\nworker_pool = pool-p\n");
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db, sock_opt,
 				 listen, NULL });
-	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the daemon listens"))
 		return;
 	unsetenv("TASKPROBE_DB");
 	setenv("TASKPROBE_CONTROL", sock, 1);
@@ -897,7 +859,7 @@ TEST(TIER_E2E, series_keeps_a_spike_and_lists_events)
 	snprintf(listen, sizeof(listen), "--listen=127.0.0.1:%d", 20000 + (getpid() + 23) % 20000);
 	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt, listen,
 				 NULL });
-	if (!ASSERT_TRUE(d > 0 && wait_socket(sock, d), "the daemon listens"))
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the daemon listens"))
 		return;
 	unsetenv("TASKPROBE_DB");
 	setenv("TASKPROBE_CONTROL", sock, 1);
@@ -986,7 +948,7 @@ TEST(TIER_E2E, top_shows_the_daemons_running_tasks)
 	struct tu_result r;
 	pid_t d, busy, idle;
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	snprintf(script, sizeof(script), "echo BEGIN_PHASE build; sh -c 'exit 2'; exec %s 1 6000",
@@ -1159,7 +1121,7 @@ TEST(TIER_E2E, daemon_pins_maps_and_links)
 	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own"))
 		return;
 	setenv("TASKPROBE_PIN_DIR", dir, 1);
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		goto out;
 	snprintf(path, sizeof(path), "%s/maps/cpu_stats", dir);
@@ -1176,7 +1138,7 @@ TEST(TIER_E2E, daemon_pins_maps_and_links)
 	ASSERT_EQ(wait_exit(d), 128 + SIGKILL, "killed");
 	ASSERT_EQ(pinned_links(dir, ids, 256, &named), n_old, "its pins outlive it");
 	unlink(sock);
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "a new daemon listens"))
 		goto out;
 	n = pinned_links(dir, ids, 256, &named);
@@ -1240,7 +1202,7 @@ TEST(TIER_E2E, slow_control_clients_do_not_stall_the_daemon)
 	char buf[4096];
 	pid_t d;
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	for (int i = 0; i < 3; i++)
@@ -1282,7 +1244,7 @@ TEST(TIER_E2E, a_request_in_time_is_answered_by_a_late_daemon)
 	pid_t d;
 	int fd;
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	fd = control_conn(sock, 5000);
@@ -1317,7 +1279,7 @@ TEST(TIER_E2E, a_burst_of_clients_waits_and_is_never_refused)
 	char buf[4096];
 	pid_t d, run;
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	for (int i = 0; i < SILENT; i++)
@@ -1371,7 +1333,7 @@ TEST(TIER_E2E, a_stuck_daemon_fails_its_clients_in_one_line)
 	int fds[256], n = 0, efd;
 	pid_t d, run;
 
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	ASSERT_OK(kill(d, SIGSTOP), "the daemon stopped");
@@ -1450,7 +1412,7 @@ TEST(TIER_E2E, a_runs_exec_rules_see_arguments_through_the_daemon)
 
 	tu_write_file(rules, "exec greetings ^/bin/echo hello\\b\n");
 	snprintf(rules_opt, sizeof(rules_opt), "--rules=%s", rules);
-	d = daemon_for_runs(db, sock);
+	d = tu_daemon(db, sock);
 	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
 	a = spawn_run("r1", j1, rules_opt, script);

@@ -281,24 +281,6 @@ TEST(TIER_E2E, dead_runs_cgroups_are_swept)
 		rmdir(killed);
 }
 
-/* The daemon answers on sock within 10 s. */
-static bool daemon_up(const char *sock, pid_t d)
-{
-	struct tu_result r;
-
-	for (int i = 0; i < 100; i++) {
-		if (!access(sock, F_OK)) {
-			tu_tp(&r, 10, "task", "end", "no-such-task", "--socket", sock, NULL);
-			if (r.err && strstr(r.err, "no-such-task"))
-				return true;
-		}
-		if (waitpid(d, NULL, WNOHANG) == d)
-			return false;
-		usleep(100000);
-	}
-	return false;
-}
-
 /*
  * The daemon's store full (a 2 MiB tmpfs of the test's own): a run through the daemon
  * runs, keeps its status, gets its record with the fault noted, and the daemon spools
@@ -308,7 +290,7 @@ static bool daemon_up(const char *sock, pid_t d)
 TEST(TIER_E2E, a_full_disk_under_the_daemon_never_stops_the_job)
 {
 	const char *dir = tu_tmp("small"), *sock = tu_tmp("control.sock"), *json = tu_tmp("d.json");
-	char db[4200], sock_opt[4300];
+	char db[4200];
 	const struct json *rec, *faults;
 	struct spool_stats sp = { 0 };
 	struct tu_result r;
@@ -317,13 +299,9 @@ TEST(TIER_E2E, a_full_disk_under_the_daemon_never_stops_the_job)
 	if (!private_tmpfs(dir, "2m"))
 		return;
 	snprintf(db, sizeof(db), "%s/d.db", dir);
-	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
-	d = tu_spawn((char *[]){ (char *)tu_bin(), "daemon", "--db", db, sock_opt, "--listen=off",
-				 NULL });
-	if (!ASSERT_TRUE(d > 0 && daemon_up(sock, d), "the daemon listens"))
+	d = tu_daemon(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
 		return;
-	unsetenv("TASKPROBE_DB");
-	setenv("TASKPROBE_CONTROL", sock, 1);
 	fill(dir);
 	tu_tp(&r, 60, "run", "--quiet", "--id", "dfull", "--json", json, "--", "sh", "-c",
 	      "/bin/true; exit 6", NULL);
