@@ -138,7 +138,10 @@ struct collector {
 	int max_tasks;
 	unsigned collect; /* collect.h */
 	struct loop_handler ring_h;
-	__u64 refreshed_ns; /* when the task iterator last charged live threads */
+	__u64 refreshed_ns;  /* when the task iterator last charged live threads */
+	bool adopted;	     /* the maps and links of a collector before us (opts.adopt_dir) */
+	bool keep_pins;	     /* freed without unpinning: the next daemon adopts them */
+	char adopt_why[256]; /* why they could not be adopted, or "" */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -825,7 +828,93 @@ unsigned collector__collects(const struct collector *c)
 }
 
 /* Opens, configures and loads the skeleton; the uprobe programs for uprobe_multi. */
-static int load_skel(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes)
+/* The .bss map: the per-slot switches (capture_args) old and new programs share. */
+static bool is_bss(const struct bpf_map *m)
+{
+	const char *n = bpf_map__name(m);
+	size_t len = strlen(n);
+
+	return len >= 4 && !strcmp(n + len - 4, ".bss");
+}
+
+/* A map's name in the pin directory: bpffs takes no '.' in a name (".bss" is "bss"). */
+static const char *pin_name(const struct bpf_map *m)
+{
+	return is_bss(m) ? "bss" : bpf_map__name(m);
+}
+
+/* Whether the pinned map fd has m's shape: another version's map is never taken. */
+static bool map_fits(const struct bpf_map *m, int fd)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return !bpf_obj_get_info_by_fd(fd, &info, &len) && info.type == bpf_map__type(m) &&
+	       info.key_size == bpf_map__key_size(m) && info.value_size == bpf_map__value_size(m) &&
+	       info.max_entries == bpf_map__max_entries(m) &&
+	       info.map_flags == bpf_map__map_flags(m);
+}
+
+static int pin_path(char *buf, size_t len, const char *dir, const char *kind, const char *name);
+
+/*
+ * The maps a collector before us pinned under dir, used in place of new ones, all or
+ * none: the new programs and the old links then count into the same maps.
+ */
+static int reuse_pins(struct collector *c, const char *dir)
+{
+	char path[PATH_MAX];
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, c->skel->obj)
+	{
+		int fd, err;
+
+		if (bpf_map__is_internal(m) && !is_bss(m))
+			continue;
+		if (pin_path(path, sizeof(path), dir, "maps", pin_name(m)))
+			return -ENAMETOOLONG;
+		fd = bpf_obj_get(path);
+		if (fd < 0) {
+			err = -errno;
+			snprintf(c->adopt_why, sizeof(c->adopt_why), "no map %s: %s", path,
+				 strerror(errno));
+			return err;
+		}
+		err = map_fits(m, fd) ? bpf_map__reuse_fd(m, fd) : -EPROTO;
+		close(fd);
+		if (err) {
+			snprintf(
+				c->adopt_why, sizeof(c->adopt_why),
+				"map %s is not this version's (ABI %d) or this config's (max_tasks)",
+				bpf_map__name(m), TP_ABI_VERSION);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The links pinned under dir for the programs this collector runs: kept attached (the
+ * new programs of those hooks stay loaded, unattached), so that no event is missed or
+ * counted twice while the collector changes hands. The others are attached anew.
+ */
+static void adopt_links(struct collector *c, const char *dir)
+{
+	const struct bpf_object_skeleton *sk = c->skel->skeleton;
+	char path[PATH_MAX];
+
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		if (!bpf_program__autoload(*sk->progs[i].prog) ||
+		    pin_path(path, sizeof(path), dir, "links", sk->progs[i].name) ||
+		    access(path, F_OK))
+			continue;
+		*sk->progs[i].link = bpf_link__open(path);
+	}
+}
+
+static int load_skel(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes,
+		     const char *adopt)
 {
 	struct taskprobe_bpf *k;
 	int err;
@@ -859,12 +948,36 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 		for (size_t i = 0; i < ARRAY_SIZE(up); i++)
 			bpf_program__set_expected_attach_type(up[i], 48 /* TRACE_UPROBE_MULTI */);
 	}
+	if (adopt) {
+		err = reuse_pins(c, adopt);
+		if (err)
+			return err;
+	}
 	return taskprobe_bpf__load(k);
+}
+
+/* The skeleton loaded, with uprobe_multi where the kernel takes it. */
+static int load_any(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes,
+		    const char *adopt)
+{
+	int err = load_skel(c, opts, rb_bytes, adopt);
+
+	if (err && c->uprobe_multi && !c->adopt_why[0]) {
+		/* A kernel that says 6.6 but lacks them: per-function uprobes instead. */
+		tp_verbose_log("uprobe_multi programs do not load (%s): plain uprobes",
+			       strerror(-err));
+		taskprobe_bpf__destroy(c->skel);
+		c->skel = NULL;
+		c->uprobe_multi = false;
+		err = load_skel(c, opts, rb_bytes, adopt);
+	}
+	return err;
 }
 
 struct collector *collector__open(const struct collector_opts *opts)
 {
 	__u32 rb_bytes = opts && opts->ringbuf_bytes ? opts->ringbuf_bytes : DEFAULT_RINGBUF_BYTES;
+	const char *adopt;
 	struct collector *c;
 	int err;
 
@@ -899,17 +1012,26 @@ struct collector *collector__open(const struct collector_opts *opts)
 	}
 
 	c->uprobe_multi = uprobe_multi_supported();
-	err = load_skel(c, opts, rb_bytes);
-	if (err && c->uprobe_multi) {
-		/* A kernel that says 6.6 but lacks them: per-function uprobes instead. */
-		tp_verbose_log("uprobe_multi programs do not load (%s): plain uprobes",
-			       strerror(-err));
+	adopt = opts && opts->adopt_dir && opts->adopt_dir[0] ? opts->adopt_dir : NULL;
+	err = load_any(c, opts, rb_bytes, adopt);
+	if (err && adopt) {
+		/* Not adoptable (another version, another max_tasks): a collector anew. */
+		if (!c->adopt_why[0])
+			snprintf(c->adopt_why, sizeof(c->adopt_why), "its maps do not load: %s",
+				 strerror(-err));
 		taskprobe_bpf__destroy(c->skel);
-		c->uprobe_multi = false;
-		err = load_skel(c, opts, rb_bytes);
+		c->skel = NULL;
+		c->uprobe_multi = uprobe_multi_supported();
+		adopt = NULL;
+		err = load_any(c, opts, rb_bytes, NULL);
 	}
 	if (err)
 		goto cleanup;
+	c->adopted = adopt != NULL;
+	if (c->adopted)
+		adopt_links(c, adopt);
+	/* Slot uses numbered from the clock: never one a collector before us gave out. */
+	c->next_gen = (__u32)(tp_realtime_ns() / 1000000000ULL);
 	err = taskprobe_bpf__attach(c->skel);
 	if (err)
 		goto cleanup;
@@ -967,8 +1089,9 @@ static int each_pinnable(struct collector *c,
 	struct bpf_map *m;
 	int err = 0;
 
-	bpf_object__for_each_map(m, c->skel->obj) if (!bpf_map__is_internal(m) && !err) err =
-		fn("maps", bpf_map__name(m), m, NULL, ctx);
+	bpf_object__for_each_map(m,
+				 c->skel->obj) if ((!bpf_map__is_internal(m) || is_bss(m)) && !err)
+		err = fn("maps", pin_name(m), m, NULL, ctx);
 	for (int i = 0; i < sk->prog_cnt && !err; i++)
 		if (*sk->progs[i].link)
 			err = fn("links", sk->progs[i].name, NULL, *sk->progs[i].link, ctx);
@@ -984,14 +1107,20 @@ static int pin_one(const char *kind, const char *name, struct bpf_map *m, struct
 
 	if (err)
 		return err;
+	/* libbpf pins no internal map: the .bss is pinned by its fd. */
+	if (m && bpf_map__is_internal(m))
+		return bpf_obj_pin(bpf_map__fd(m), path) ? -errno : 0;
 	return m ? bpf_map__pin(m, path) : bpf_link__pin(l, path);
 }
 
 static int unpin_one(const char *kind, const char *name, struct bpf_map *m, struct bpf_link *l,
 		     void *ctx)
 {
-	(void)kind, (void)name, (void)ctx;
-	if (m)
+	char path[PATH_MAX];
+
+	if (m && bpf_map__is_internal(m) && !pin_path(path, sizeof(path), ctx, kind, name))
+		unlink(path);
+	else if (m)
 		bpf_map__unpin(m, NULL);
 	else if (bpf_link__pin_path(l))
 		bpf_link__unpin(l);
@@ -1021,7 +1150,7 @@ void collector__unpin(struct collector *c)
 
 	if (!c->pin_dir[0] || !c->skel)
 		return;
-	each_pinnable(c, unpin_one, NULL);
+	each_pinnable(c, unpin_one, c->pin_dir);
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/%s", c->pin_dir, i ? "links" : "maps");
 		rmdir(path);
@@ -1098,7 +1227,8 @@ void collector__free(struct collector *c)
 {
 	if (!c)
 		return;
-	collector__unpin(c);
+	if (!c->keep_pins)
+		collector__unpin(c);
 	ring_buffer__free(c->rb);
 	for (int i = 0; c->slots && i < c->max_tasks; i++)
 		slot_reset(&c->slots[i]);
@@ -1271,6 +1401,47 @@ int collector__track(struct collector *c, const char *path)
 fail:
 	slot_reset(s);
 	return err;
+}
+
+int collector__retrack(struct collector *c, int slot, const char *path)
+{
+	struct slot *s;
+	__u32 gen = 0;
+	int err;
+
+	if (!c || slot < 0 || slot >= c->max_tasks || c->slots[slot].used)
+		return -EINVAL;
+	/* Freed by the collector before us (its task ended): nothing to adopt there. */
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &gen) || !gen)
+		return -ENOENT;
+	s = &c->slots[slot];
+	memset(s, 0, sizeof(*s));
+	err = htab__init(&s->prog_index, sizeof(__u32));
+	if (!err)
+		err = htab__init(&s->procs, sizeof(struct proc_info));
+	if (err) {
+		slot_reset(s);
+		return err;
+	}
+	/* A cgroup removed in the gap: its figures are in the maps all the same. */
+	cgroup_id(path, &s->cgid);
+	s->used = true;
+	s->gen = gen;
+	attach_skb(c, s, path);
+	return slot;
+}
+
+bool collector__adopted(const struct collector *c, const char **why)
+{
+	if (why)
+		*why = c && c->adopt_why[0] ? c->adopt_why : NULL;
+	return c && c->adopted;
+}
+
+void collector__keep_pins(struct collector *c)
+{
+	if (c)
+		c->keep_pins = true;
 }
 
 /* The endpoint rows of one use of a slot, read in one walk of the table. */

@@ -23,6 +23,13 @@ struct collector_opts {
 	int max_tasks;
 	/* What is collected (collect.h); 0 for everything. */
 	unsigned collect;
+	/*
+	 * A pin directory where a collector that died (or handed over) left its maps and
+	 * links: they are taken over, the maps reused and the links kept attached, when
+	 * they are of this version and size (collector__adopted says whether); else, or
+	 * NULL, a collector anew.
+	 */
+	const char *adopt_dir;
 };
 
 struct program_stat {
@@ -112,6 +119,16 @@ const struct notes *collector__notes(const struct collector *c, int slot);
 int collector__track(struct collector *c, const char *path);
 /* Stops counting a slot and forgets its aggregates. */
 int collector__untrack(struct collector *c, int slot);
+/*
+ * An adopted collector: the task a collector before us tracked in slot (its cgroup at
+ * path) is ours now, its counts as they are. The slot, or -ENOENT when that collector
+ * had freed it, -EINVAL when it is taken.
+ */
+int collector__retrack(struct collector *c, int slot, const char *path);
+/* Whether opts.adopt_dir was taken over; else *why says why not (NULL: not asked). */
+bool collector__adopted(const struct collector *c, const char **why);
+/* Freed from now on without unpinning: a daemon handing over to the next one. */
+void collector__keep_pins(struct collector *c);
 
 /*
  * Events wake the reader only once a quarter of the ring buffer is full: callers

@@ -26,6 +26,20 @@
 #define PIDFS_MAGIC 0x50494446
 #include "util.h"
 
+/* Whether a socket listens at path (a datagram's connect succeeds only then). */
+static bool bound(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ok = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 /* Sockets of collectors that died without closing theirs (SIGKILL): their pid is gone. */
 static void sweep_stale(void)
 {
@@ -43,13 +57,20 @@ static void sweep_stale(void)
 			continue;
 		if (kill(pid, 0) && errno == ESRCH) {
 			snprintf(path, sizeof(path), "%s/%s", MSOCK_DIR, de->d_name);
-			unlink(path);
+			/* Bound again by a daemon that adopted its task: alive, kept. */
+			if (!bound(path))
+				unlink(path);
 		}
 	}
 	closedir(d);
 }
 
 int msock__open(struct msock *m)
+{
+	return msock__open_at(m, NULL);
+}
+
+int msock__open_at(struct msock *m, const char *at)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int one = 1, rcvbuf = 4 << 20;
@@ -61,7 +82,11 @@ int msock__open(struct msock *m)
 		return -errno;
 	sweep_stale();
 	/* The pid first, for the sweep; then which of this process's tasks (a daemon's many). */
-	if (seq++)
+	if (at && strncmp(at, MSOCK_DIR "/", strlen(MSOCK_DIR) + 1))
+		return -EINVAL;
+	if (at)
+		snprintf(m->path, sizeof(m->path), "%s", at);
+	else if (seq++)
 		snprintf(m->path, sizeof(m->path), "%s/run-%d-%u.sock", MSOCK_DIR, (int)getpid(),
 			 seq);
 	else

@@ -29,6 +29,8 @@ struct msock {
 
 /* Binds a socket for this run under MSOCK_DIR (anyone may send; senders are checked). */
 int msock__open(struct msock *m);
+/* The same at path (under MSOCK_DIR): a task's socket bound again by the daemon adopting it. */
+int msock__open_at(struct msock *m, const char *path);
 /*
  * One datagram into buf; the sender's pid (0 when the kernel gave none) and address
  * (for msock__ack; from_len 0 when the sender has none). *pidfd is a pidfd of the

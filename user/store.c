@@ -24,7 +24,12 @@ struct store {
 	sqlite3 *db;
 	char path[PATH_MAX];
 	char lockdir[PATH_MAX];
-	int lock_fd;
+	/* The liveness lock of each task this process has running (a daemon's many). */
+	struct task_lock {
+		__s64 tid;
+		int fd;
+	} * locks;
+	size_t nlocks, cap_locks;
 	gid_t gid;	    /* the group that may read it, or -1 */
 	mode_t mode;	    /* of its files: 0600, or 0640 with a group */
 	bool outbox;	    /* a sink is configured: ended tasks wait for the shipper */
@@ -217,7 +222,6 @@ static struct store *open_at(const char *path, bool create, gid_t gid, int targe
 
 	if (!s)
 		return NULL;
-	s->lock_fd = -1;
 	s->gid = gid;
 	s->mode = gid != (gid_t)-1 ? 0640 : 0600;
 	snprintf(s->path, sizeof(s->path), "%s", path);
@@ -318,7 +322,6 @@ struct store *store__open_fleet(const char *conninfo, const char *passfile)
 		tp_err("out of memory");
 		return NULL;
 	}
-	s->lock_fd = -1;
 	if (sink_open(s->fleet, conninfo, passfile, false, 60)) {
 		if (s->fleet->name[0])
 			tp_err("fleet %s: %s", s->fleet->name, s->fleet->err);
@@ -355,8 +358,9 @@ void store__close(struct store *s)
 {
 	if (!s)
 		return;
-	if (s->lock_fd >= 0)
-		close(s->lock_fd);
+	for (size_t i = 0; i < s->nlocks; i++)
+		close(s->locks[i].fd);
+	free(s->locks);
 	if (s->fleet) {
 		sink_close(s->fleet);
 		free(s->fleet);
@@ -456,6 +460,7 @@ static char *command_json(const struct task_record *t)
 static int take_lock(struct store *s, __s64 tid, char *path, size_t len)
 {
 	bool group = s->gid != (gid_t)-1;
+	int fd;
 
 	if (!mkdir(s->lockdir, group ? 0750 : 0700)) {
 		if (group && chown(s->lockdir, (uid_t)-1, s->gid))
@@ -463,14 +468,44 @@ static int take_lock(struct store *s, __s64 tid, char *path, size_t len)
 	} else if (errno != EEXIST) {
 		return -errno;
 	}
+	if (s->nlocks == s->cap_locks) {
+		size_t cap = s->cap_locks * 2 + 8;
+		struct task_lock *l = realloc(s->locks, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		s->locks = l;
+		s->cap_locks = cap;
+	}
 	snprintf(path, len, "%s/%lld.lock", s->lockdir, (long long)tid);
 	/* Close-on-exec: the task's processes must not keep a dead collector "alive". */
-	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, s->mode);
-	if (s->lock_fd < 0)
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, s->mode);
+	if (fd < 0)
 		return -errno;
-	if (group && fchown(s->lock_fd, (uid_t)-1, s->gid))
-		return -errno;
-	return flock(s->lock_fd, LOCK_EX | LOCK_NB) ? -errno : 0;
+	if ((group && fchown(fd, (uid_t)-1, s->gid)) || flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	s->locks[s->nlocks++] = (struct task_lock){ tid, fd };
+	return 0;
+}
+
+/* The task's lock, once it is stored whole: removed and let go. */
+static void drop_lock(struct store *s, __s64 tid)
+{
+	char lock[PATH_MAX];
+
+	for (size_t i = 0; i < s->nlocks; i++) {
+		if (s->locks[i].tid != tid)
+			continue;
+		snprintf(lock, sizeof(lock), "%s/%lld.lock", s->lockdir, (long long)tid);
+		unlink(lock);
+		close(s->locks[i].fd);
+		s->locks[i] = s->locks[--s->nlocks];
+		return;
+	}
 }
 
 /* The task's row, running, with its host's and its own labels; *tid set. No transaction. */
@@ -695,14 +730,7 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 	}
 	if (exec(s, "COMMIT"))
 		return db_error(s, "committing the task's figures");
-	if (s->lock_fd >= 0) {
-		char lock[PATH_MAX];
-
-		snprintf(lock, sizeof(lock), "%s/%lld.lock", s->lockdir, (long long)tid);
-		unlink(lock);
-		close(s->lock_fd);
-		s->lock_fd = -1;
-	}
+	drop_lock(s, tid);
 	return 0;
 }
 
@@ -763,10 +791,7 @@ fail:
 
 int store__task_abort(struct store *s, __s64 tid)
 {
-	char lock[PATH_MAX];
-
-	snprintf(lock, sizeof(lock), "%s/%lld.lock", s->lockdir, (long long)tid);
-	unlink(lock);
+	drop_lock(s, tid);
 	return run_stmt(s, "DELETE FROM tasks WHERE tid = ?", "i", (long long)tid);
 }
 

@@ -34,14 +34,13 @@ cleanup() {
 		kill -TERM "$daemon" 2>/dev/null || true
 		wait "$daemon" 2>/dev/null || true
 	fi
-	rm -rf "$work"
+	rm -rf "$work" "${TASKPROBE_PIN_DIR:-/nonexistent}"
 }
 trap cleanup EXIT
 
-export TASKPROBE_CONTROL=$work/control.sock TASKPROBE_PIN_DIR=$work/pins
-unset TASKPROBE_DB
-mkdir -p "$work/pins"
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+export TASKPROBE_CONTROL=$work/control.sock TASKPROBE_PIN_DIR=/sys/fs/bpf/taskprobe-soak-$$
+unset TASKPROBE_DB
 
 start_daemon() {
 	"$TP" daemon --db "$work/d.db" --listen off 2>>"$work/daemon.log" &

@@ -1427,3 +1427,62 @@ TEST(TIER_E2E, a_runs_exec_rules_see_arguments_through_the_daemon)
 	kill(d, SIGTERM);
 	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
 }
+
+static int open_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * Each running task of the daemon holds its own liveness lock: with two tracked, the
+ * one started first ending leaves the other "running" (it read "lost" while one lock
+ * served them all), and twenty tasks started and ended leave the daemon's open files
+ * as they were (one leaked a descriptor per task).
+ */
+TEST(TIER_E2E, each_running_task_holds_its_own_lock)
+{
+	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock");
+	char cg[2][4096], id[16];
+	struct tu_result r;
+	const struct json *t;
+	int before;
+	pid_t d;
+
+	for (int i = 0; i < 2; i++)
+		if (!ASSERT_OK(tu_cgroup_make(cg[i], sizeof(cg[i])), "a worker's cgroup"))
+			return;
+	d = tu_daemon(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	tu_tp(&r, 30, "task", "start", "first", "--cgroup", cg[0], NULL);
+	ASSERT_EQ(r.status, 0, "task start first");
+	tu_tp(&r, 30, "task", "start", "second", "--cgroup", cg[1], NULL);
+	ASSERT_EQ(r.status, 0, "task start second");
+	tu_tp(&r, 30, "task", "end", "first", "--quiet", NULL);
+	ASSERT_EQ(r.status, 0, "task end first");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	t = tu_find(tu_parse_json(r.out), "id", "second");
+	ASSERT_STREQ(json_str(t, "status"), "running", "the second, still running");
+	tu_tp(&r, 30, "task", "end", "second", "--quiet", NULL);
+	before = open_fds(d);
+	for (int i = 0; i < 20; i++) {
+		snprintf(id, sizeof(id), "fd-%d", i);
+		tu_tp(&r, 30, "task", "start", id, "--cgroup", cg[0], NULL);
+		tu_tp(&r, 30, "task", "end", id, "--quiet", NULL);
+		ASSERT_EQ(r.status, 0, "task end");
+	}
+	ASSERT_EQ(open_fds(d), before, "the daemon's open files after 20 tasks");
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_exit(d), 0, "the daemon's exit status");
+}
