@@ -29,6 +29,7 @@
 #include "commands.h"
 #include "config.h"
 #include "control.h"
+#include "handover.h"
 #include "hostinfo.h"
 #include "json.h"
 #include "loop.h"
@@ -50,8 +51,12 @@ const char daemon_usage[] =
 	"  --socket PATH   the control socket (default " CONTROL_SOCKET ")\n"
 	"  --listen A:P    the HTTP API (default: the config's listen, " API_LISTEN_DEFAULT ");\n"
 	"                  off: none. Not loopback: needs api_token in the config\n"
+	"  --keep-tasks    SIGTERM hands the tasks over to the next daemon (an upgrade)\n"
+	"                  instead of ending them (also keep_tasks = true in the config)\n"
 	"SIGTERM or SIGINT ends every task still tracked as 'interrupted', then exits 0;\n"
-	"SIGHUP reads the config and its rules again, for tasks started from then on.\n";
+	"SIGHUP reads the config and its rules again, for tasks started from then on.\n"
+	"A daemon that starts where one died or handed over adopts its running tasks: the\n"
+	"counters its pinned maps hold stay exact, and `run` clients reconnect.\n";
 
 /* What a `run` client may have sent and not yet ended by a newline. */
 #define RUN_IN_MAX (OUTPUT_LINE_MAX + 64)
@@ -92,6 +97,9 @@ struct dtask {
 	int wstatus;
 	int exec_err;
 	bool exited; /* its main process ended ("x") */
+	/* Adopted from the daemon before us: its `run` client may come back until then. */
+	bool orphan;
+	__u64 reattach_until_ns;
 	bool lost;   /* the client went away before "f": the task is interrupted */
 	bool finish; /* to be finished after this batch of events */
 };
@@ -115,9 +123,15 @@ struct daemon {
 	int exit_code;
 	char *config_text; /* the config file as last loaded: new tasks' rules */
 	char db[PATH_MAX];
-	struct shipper ship; /* with a sink: the outbox to the fleet, on a thread of its own */
-	__u64 spool_next_ns; /* the next look into the store's spool */
+	struct shipper ship;	 /* with a sink: the outbox to the fleet, on a thread of its own */
+	__u64 spool_next_ns;	 /* the next look into the store's spool */
+	char handover[PATH_MAX]; /* DB.tasks: the tasks described for the daemon after us */
+	bool keep_tasks;	 /* a stop hands the tasks over instead of ending them */
+	bool handing_over;	 /* stopping so: tasks are let go, not ended */
 };
+
+/* How long an adopted run's task waits for its client to come back. */
+#define REATTACH_WAIT_NS (30ULL * 1000 * 1000 * 1000)
 
 /* The spool is looked into this often, and each look is kept short. */
 #define SPOOL_DRAIN_EVERY_NS (10ULL * 1000 * 1000 * 1000)
@@ -177,7 +191,13 @@ static void drop_task(struct daemon *d, struct dtask *t)
 		loop__del(&d->loop, &t->conn_h);
 		close(t->conn);
 	}
-	session__fini(&t->s);
+	if (d->handing_over) {
+		session__hand_over(&t->s);
+	} else {
+		if (t->s.slot >= 0 && d->handover[0])
+			handover__remove(d->handover, t->s.slot);
+		session__fini(&t->s);
+	}
 	for (int i = 0; i < t->argc; i++)
 		free(t->argv[i]);
 	free(t->argv);
@@ -320,12 +340,9 @@ static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **k
 	return t;
 }
 
-/* The session of t with what every task of the daemon's shares; 0, or answered. */
-static int open_session(struct daemon *d, struct dtask *t, int fd, struct session_params *p,
-			int nlabels)
+/* The session parameters every task of the daemon's shares. */
+static void daemon_params(struct daemon *d, struct dtask *t, struct session_params *p, int nlabels)
 {
-	int err;
-
 	p->id = t->id;
 	p->labels = t->labels;
 	p->nlabels = nlabels;
@@ -335,6 +352,15 @@ static int open_session(struct daemon *d, struct dtask *t, int fd, struct sessio
 	p->root = d->root;
 	p->db_path = d->db;
 	p->by_daemon = true;
+}
+
+/* The session of t with what every task of the daemon's shares; 0, or answered. */
+static int open_session(struct daemon *d, struct dtask *t, int fd, struct session_params *p,
+			int nlabels)
+{
+	int err;
+
+	daemon_params(d, t, p, nlabels);
 	err = session__init(&t->s, p);
 	if (!err)
 		err = session__start(&t->s, d->c, d->store, &d->loop);
@@ -344,6 +370,43 @@ static int open_session(struct daemon *d, struct dtask *t, int fd, struct sessio
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * The task described for the daemon after us (handover.h): one that dies or hands over
+ * leaves it to be adopted. Without the file the task still runs; only a restart would
+ * lose it, and that is said.
+ */
+static void describe(struct daemon *d, struct dtask *t)
+{
+	struct handover_task h = {
+		.slot = t->s.slot,
+		.abi = TP_ABI_VERSION,
+		.run = t->argv != NULL,
+		.start_ns = t->s.start_ns,
+		.start_real_ns = t->s.rec.start_real_ns,
+		.interval_ms = t->s.p.interval_ms,
+		.grace_s = t->s.p.grace_s,
+		.keep_leftovers = t->s.p.keep_leftovers,
+		.collect = t->s.p.collect,
+		.tid = t->s.store ? t->s.tid : -1,
+		.nlabels = t->s.p.nlabels,
+		.argc = t->argc,
+		.argv = t->argv,
+		.rules = t->rules_text,
+	};
+	int err;
+
+	snprintf(h.id, sizeof(h.id), "%s", t->id);
+	snprintf(h.cgroup, sizeof(h.cgroup), "%s", t->s.cgroup);
+	snprintf(h.memcg, sizeof(h.memcg), "%s", t->s.memcg);
+	snprintf(h.msock, sizeof(h.msock), "%s", t->s.msock.fd >= 0 ? t->s.msock.path : "");
+	memcpy(h.kv, t->kv, sizeof(h.kv));
+	err = d->handover[0] ? handover__save(d->handover, &h) : -ENOENT;
+	if (err)
+		tp_err("warning: task '%s' is not described in %s (%s): a daemon restarted before "
+		       "its end could not adopt it",
+		       t->id, d->handover, strerror(-err));
 }
 
 /* start ID CGROUP [K=V ...]: a cgroup the worker manages, until `end ID`. */
@@ -367,6 +430,7 @@ static void start_task(struct daemon *d, int fd, char **f, int nf)
 		return;
 	}
 	d->tasks[d->ntasks++] = t;
+	describe(d, t);
 	answer(fd, "ok\t%s", t->s.msock.fd >= 0 ? t->s.msock.path : "");
 }
 
@@ -406,6 +470,8 @@ static void on_run_done(void *ctx, struct session *s)
 	struct dtask *t = ctx;
 
 	(void)s;
+	if (t->orphan)
+		return; /* its client may still come back for its record */
 	if (t->conn < 0 || write(t->conn, "e\n", 2) != 2)
 		t->finish = true;
 }
@@ -490,6 +556,19 @@ static void delegate(const char *dir, uid_t uid)
 	}
 }
 
+/* fd, a run's client, is t's connection from now on: 0, or -1 (answered). */
+static int take_conn(struct daemon *d, struct dtask *t, int fd)
+{
+	t->conn = fd;
+	t->conn_h = (struct loop_handler){ fd, EPOLLIN, on_run_conn, t };
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) || loop__add(&d->loop, &t->conn_h)) {
+		answer(fd, "error\tcannot watch the connection: %s", strerror(errno));
+		t->conn = -1;
+		return -1;
+	}
+	return 0;
+}
+
 /* run ID INTERVAL GRACE KEEP RULES ARGC ARG... [K=V ...]: a task `run` spawns itself. */
 static bool run_task(struct daemon *d, int fd, char **f, int nf)
 {
@@ -541,17 +620,37 @@ static bool run_task(struct daemon *d, int fd, char **f, int nf)
 		delegate(t->s.cgroup, cred.uid);
 		delegate(t->s.memcg, cred.uid);
 	}
-	t->conn = fd;
-	t->conn_h = (struct loop_handler){ fd, EPOLLIN, on_run_conn, t };
-	if (fcntl(fd, F_SETFL, O_NONBLOCK) || loop__add(&d->loop, &t->conn_h)) {
-		answer(fd, "error\tcannot watch the connection: %s", strerror(errno));
-		t->conn = -1;
+	if (take_conn(d, t, fd)) {
 		drop_task(d, t);
 		return false;
 	}
 	d->tasks[d->ntasks++] = t;
+	describe(d, t);
 	answer(fd, "ok\t%s\t%s\t%s", t->s.cgroup, t->s.memcg,
 	       t->s.msock.fd >= 0 ? t->s.msock.path : "");
+	return true;
+}
+
+/*
+ * reattach ID: the client of a run's task adopted from the daemon before us is back
+ * (its connection went with that daemon). It gets run's answer again, then "e" at
+ * once if the task's cgroup emptied meanwhile; then the task goes on as any run's.
+ */
+static bool reattach_task(struct daemon *d, int fd, char **f, int nf)
+{
+	struct dtask *t = nf == 2 ? find_task(d, f[1]) : NULL;
+
+	if (!t || !t->orphan || t->conn >= 0) {
+		answer(fd, "error\tno run's task '%.128s' waits for its client here", f[nf > 1]);
+		return false;
+	}
+	if (take_conn(d, t, fd))
+		return false;
+	t->orphan = false;
+	answer(fd, "ok\t%s\t%s\t%s", t->s.cgroup, t->s.memcg,
+	       t->s.msock.fd >= 0 ? t->s.msock.path : "");
+	if (t->s.done && write(fd, "e\n", 2) != 2)
+		t->finish = true;
 	return true;
 }
 
@@ -603,6 +702,8 @@ static bool on_request(struct daemon *d, int fd, char *line)
 		start_task(d, fd, f, nf);
 	} else if (!strcmp(f[0], "run")) {
 		kept = run_task(d, fd, f, nf);
+	} else if (!strcmp(f[0], "reattach")) {
+		kept = reattach_task(d, fd, f, nf);
 	} else if (!strcmp(f[0], "tasks") && nf == 1) {
 		list_tasks(d, fd);
 	} else if (!strcmp(f[0], "end") && nf == 2) {
@@ -724,6 +825,158 @@ static void expire_pending(struct loop *l, void *ctx, __u64 now)
 		answer(pc->h.fd, "error\tno whole request line within %d ms", CONTROL_READ_MS);
 		pending_free(d, pc, true);
 	}
+}
+
+/*
+ * An adopted run's task whose client did not come back in time: it ends as a run's
+ * whose client went away (interrupted, once its cgroup is empty).
+ */
+static void expire_orphans(struct loop *l, void *ctx, __u64 now)
+{
+	struct daemon *d = ctx;
+
+	(void)l;
+	for (int i = 0; i < d->ntasks; i++) {
+		struct dtask *t = d->tasks[i];
+
+		if (!t->orphan || now < t->reattach_until_ns)
+			continue;
+		t->orphan = false;
+		t->lost = true;
+		if (!t->exited) {
+			t->exited = true;
+			session__main_exited(&t->s);
+		}
+		if (t->s.done)
+			t->finish = true;
+	}
+}
+
+/* A task the daemon before us described, ours now with its counts: 0, or -errno. */
+static int adopt_one(struct daemon *d, struct handover_task *h)
+{
+	struct session_params p = { 0 };
+	struct session_resume r = { h->slot,  h->run,	   h->cgroup,	     h->memcg,
+				    h->msock, h->start_ns, h->start_real_ns, h->tid };
+	const char *why;
+	struct dtask *t;
+	int err;
+
+	if (h->abi != TP_ABI_VERSION || find_task(d, h->id) || d->ntasks >= d->max_tasks)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->d = d;
+	t->conn = -1;
+	t->cfg = d->cfg;
+	snprintf(t->id, sizeof(t->id), "%s", h->id);
+	snprintf(t->cgroup, sizeof(t->cgroup), "%s", h->cgroup);
+	for (int i = 0; i < h->nlabels; i++) {
+		snprintf(t->kv[i], sizeof(t->kv[0]), "%s", h->kv[i]);
+		if (tp_parse_label(t->kv[i], &t->labels[i].key, &t->labels[i].val, &why)) {
+			free(t);
+			return -EINVAL;
+		}
+	}
+	if (h->run) {
+		/* The command and rules move to the task; the client may come back for it. */
+		t->argv = h->argv;
+		t->argc = h->argc;
+		t->rules_text = h->rules;
+		h->argv = NULL;
+		h->argc = 0;
+		h->rules = NULL;
+		t->in = malloc(RUN_IN_MAX);
+		t->orphan = true;
+		t->reattach_until_ns = tp_now_ns() + REATTACH_WAIT_NS;
+		p.argv = t->argv;
+		p.argc = t->argc;
+		p.rules_text = t->rules_text;
+		p.done_fn = on_run_done;
+		p.done_ctx = t;
+	} else {
+		p.cgroup = t->cgroup;
+	}
+	p.interval_ms = h->interval_ms;
+	p.grace_s = h->grace_s;
+	p.keep_leftovers = h->keep_leftovers;
+	p.collect = h->collect;
+	daemon_params(d, t, &p, h->nlabels);
+	err = h->run && !t->in ? -ENOMEM : session__init(&t->s, &p);
+	if (!err)
+		err = session__resume(&t->s, d->c, d->store, &d->loop, &r);
+	if (err) {
+		drop_task(d, t);
+		return err;
+	}
+	d->tasks[d->ntasks++] = t;
+	return 0;
+}
+
+/*
+ * A task the daemon before us described that cannot be adopted (another version, a
+ * slot it had freed): ended as interrupted with what is left to read, the cgroup's
+ * cpu.stat, and the reason.
+ */
+static void end_unadopted(struct daemon *d, const struct handover_task *h, const char *why)
+{
+	struct task_record rec = { 0 };
+	char kv[TP_LABELS_MAX][TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2];
+	const char *bad;
+
+	snprintf(rec.id, sizeof(rec.id), "%s", h->id);
+	rec.argv = h->argv;
+	rec.argc = h->argc;
+	memcpy(kv, h->kv, sizeof(kv));
+	for (int i = 0; i < h->nlabels; i++)
+		if (!tp_parse_label(kv[i], &rec.labels[rec.nlabels].key,
+				    &rec.labels[rec.nlabels].val, &bad))
+			rec.nlabels++;
+	if (gethostname(rec.host, sizeof(rec.host) - 1))
+		strcpy(rec.host, "unknown");
+	snprintf(rec.cgroup, sizeof(rec.cgroup), "%s", h->cgroup);
+	rec.start_real_ns = h->start_real_ns;
+	rec.wall_ns = rec.main_wall_ns = tp_now_ns() - h->start_ns;
+	rec.end = TASK_INTERRUPTED;
+	rec.by_daemon = true;
+	rec.collect = COLLECT_CGROUP_ONLY;
+	rec.have_cpu_stat = !cgroup_read_cpu_stat(h->cgroup, &rec.cpu_stat);
+	rec.fig.cpu_ns = rec.cpu_stat.usage_us * 1000;
+	task_add_fault(&rec,
+		       "the daemon before died and this one could not take its counts over (%s): "
+		       "only the cgroup's cpu.stat is here",
+		       why);
+	if (d->store && h->tid >= 0 && store__task_end(d->store, h->tid, &rec))
+		tp_err("warning: task '%s' could not be stored as interrupted", h->id);
+	handover__remove(d->handover, h->slot);
+}
+
+/*
+ * The tasks the daemon before us left (it died, or handed over): adopted when its maps
+ * were (adopted), else ended with what is left. Said in one line.
+ */
+static void adopt_tasks(struct daemon *d, struct handover_task *h, int n, bool adopted,
+			const char *why)
+{
+	int ok = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (adopted && !adopt_one(d, &h[i])) {
+			ok++;
+			continue;
+		}
+		end_unadopted(d, &h[i], adopted ? "its slot was freed or taken" : why);
+	}
+	if (n && ok == n)
+		tp_note("adopted the %d running task%s of the daemon before", n, n == 1 ? "" : "s");
+	else if (n)
+		tp_err("warning: adopted %d of the %d running tasks of the daemon before; the "
+		       "rest are stored as interrupted (%s)",
+		       ok, n,
+		       adopted ? "their slots"
+		       : why   ? why
+			       : "its maps were not pinned");
 }
 
 /*
@@ -864,10 +1117,17 @@ static void on_signalfd(struct loop *l, void *ctx, int fd, uint32_t events)
  * the config's pin_dir); bpffs mounted at /sys/fs/bpf for the default one if need be.
  * Not fatal: the daemon works without pins. The directory is "" when none.
  */
-static void pin(struct daemon *d, char *dir, size_t len)
+static const char *pin_dir_of(const struct daemon *d)
 {
 	const char *env = getenv("TASKPROBE_PIN_DIR");
 	const char *want = env && *env ? env : d->cfg.pin_dir;
+
+	return strcmp(want, "off") ? want : NULL;
+}
+
+static void pin(struct daemon *d, char *dir, size_t len)
+{
+	const char *want = pin_dir_of(d) ? pin_dir_of(d) : "off";
 	struct statfs fs;
 	int err;
 
@@ -937,11 +1197,15 @@ int cmd_daemon(int argc, char **argv)
 		{ "db", required_argument, NULL, 'd' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'L' },
+		{ "keep-tasks", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = NULL, *sock = NULL, *listen_at = NULL;
+	const char *db = NULL, *sock = NULL, *listen_at = NULL, *why = NULL;
+	struct handover_task *left = NULL;
 	char pinned[PATH_MAX];
+	bool adopted;
+	int nleft = 0;
 	struct api *api = NULL;
 	struct collector_opts copts = { 0 };
 	struct daemon d = { .lfd = -1, .sfd = -1 };
@@ -965,6 +1229,9 @@ int cmd_daemon(int argc, char **argv)
 		case 'L':
 			listen_at = optarg;
 			break;
+		case 'k':
+			d.keep_tasks = true;
+			break;
 		case 'h':
 			fputs(daemon_usage, stdout);
 			return 0;
@@ -987,8 +1254,16 @@ int cmd_daemon(int argc, char **argv)
 		free(d.config_text);
 		return 1;
 	}
-	/* Empty task cgroups of runs and daemons that died before removing them. */
-	cgroup_sweep(d.root);
+	d.keep_tasks |= d.cfg.keep_tasks;
+	db = db							 ? db
+	     : getenv("TASKPROBE_DB") && *getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB")
+								 : d.cfg.db;
+	snprintf(d.db, sizeof(d.db), "%s", db);
+	/* The tasks a daemon before us left, to adopt with its pinned maps and links. */
+	if (handover__dir(d.db, d.handover, sizeof(d.handover)) ||
+	    handover__load(d.handover, &left, &nleft))
+		d.handover[0] = '\0';
+	copts.adopt_dir = nleft ? pin_dir_of(&d) : NULL;
 	copts.max_tasks = d.max_tasks = d.cfg.max_tasks;
 	copts.collect = d.cfg.collect;
 	d.tasks = calloc((size_t)d.max_tasks, sizeof(*d.tasks));
@@ -1007,15 +1282,16 @@ int cmd_daemon(int argc, char **argv)
 	/* Before the socket answers: a client that finds the daemon finds its pins. */
 	pin(&d, pinned, sizeof(pinned));
 	err = 1;
-	db = db							 ? db
-	     : getenv("TASKPROBE_DB") && *getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB")
-								 : d.cfg.db;
 	d.store = store__open(db, true, d.cfg.db_gid);
-	snprintf(d.db, sizeof(d.db), "%s", db);
 	if (d.store)
 		apply_sink(&d);
-	if (!d.store || loop__init(&d.loop, COLLECTOR_DRAIN_MS) ||
-	    listen_on(&d, control_path(sock)))
+	if (!d.store || loop__init(&d.loop, COLLECTOR_DRAIN_MS))
+		goto out;
+	adopted = collector__adopted(d.c, &why);
+	adopt_tasks(&d, left, nleft, adopted, why);
+	/* Empty task cgroups of runs and daemons that died before removing them. */
+	cgroup_sweep(d.root);
+	if (listen_on(&d, control_path(sock)))
 		goto out;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -1027,7 +1303,8 @@ int cmd_daemon(int argc, char **argv)
 	d.listen_h = (struct loop_handler){ d.lfd, EPOLLIN, on_listen, &d };
 	d.sig_h = (struct loop_handler){ d.sfd, EPOLLIN, on_signalfd, &d };
 	d.loop.after_fn = finish_runs;
-	if (loop__on_tick(&d.loop, expire_pending, &d) || loop__on_tick(&d.loop, drain_spool, &d))
+	if (loop__on_tick(&d.loop, expire_pending, &d) || loop__on_tick(&d.loop, drain_spool, &d) ||
+	    loop__on_tick(&d.loop, expire_orphans, &d))
 		goto out;
 	d.loop.after_ctx = &d;
 	if (d.sfd < 0 || loop__add(&d.loop, &d.listen_h) || loop__add(&d.loop, &d.sig_h) ||
@@ -1049,10 +1326,19 @@ int cmd_daemon(int argc, char **argv)
 		pinned[0] ? ", BPF pinned under " : "", pinned);
 	if (loop__run(&d.loop))
 		goto out;
-	/* Stopped: what the tasks still tracked did so far is kept, said interrupted. */
-	collector__sync(d.c);
-	while (d.ntasks)
-		end_task(&d, d.tasks[0], TASK_INTERRUPTED, d.tasks[0]->conn);
+	if (d.keep_tasks) {
+		/* Handed over: the next daemon adopts the tasks, their maps and links. */
+		tp_note("handing %d task%s over to the next daemon (maps and links stay pinned "
+			"under %s)",
+			d.ntasks, d.ntasks == 1 ? "" : "s", pinned[0] ? pinned : "nothing");
+		d.handing_over = true;
+		collector__keep_pins(d.c);
+	} else {
+		/* Stopped: what the tasks still tracked did so far is kept, said interrupted. */
+		collector__sync(d.c);
+		while (d.ntasks)
+			end_task(&d, d.tasks[0], TASK_INTERRUPTED, d.tasks[0]->conn);
+	}
 	err = 0;
 out:
 	api__close(api);
@@ -1070,6 +1356,8 @@ out:
 	loop__fini(&d.loop);
 	store__close(d.store);
 	collector__free(d.c);
+	handover__free(left, nleft);
+	free(left);
 	free(d.tasks);
 	free(d.config_text);
 	return err;

@@ -36,6 +36,9 @@
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
 #endif
+/* A daemon gone during the task: how long a new one is waited for, and how often asked. */
+#define REATTACH_NS (30ULL * 1000 * 1000 * 1000)
+#define REATTACH_EVERY_NS (200ULL * 1000 * 1000)
 /* What a run stores from the spool at its end, at most, once its own task is stored. */
 #define SPOOL_AT_END_MAX 100
 #define SPOOL_AT_END_NS (2ULL * 1000 * 1000 * 1000)
@@ -404,6 +407,10 @@ struct run_state {
 	struct collector *c;
 	struct runlink rl;
 	bool linked; /* the daemon's task */
+	/* The daemon went away: a new one is asked for the task until reattach_until. */
+	bool reattaching;
+	__u64 reattach_until;
+	__u64 reattach_next;
 	bool bare;   /* no task at all: the command runs unmeasured */
 	bool strict; /* --strict or strict = true: a fault is 125 */
 	/* Faults before the session started: its record gets them. */
@@ -462,7 +469,7 @@ static void reap(struct run_state *st)
 			continue;
 		}
 		runlink__exited(&st->rl, status, st->exec_err);
-		if (st->rl.closed)
+		if (st->rl.closed && !st->reattaching)
 			loop__stop(&st->loop);
 	}
 }
@@ -536,7 +543,39 @@ static void on_output(struct loop *l, void *ctx, int fd, uint32_t events)
 		loop__del(l, &st->out_h[i]);
 }
 
-/* The daemon said the cgroup is empty, or went away (then the command is waited for). */
+/*
+ * The daemon that went away is asked for again (a new one adopts the task), every
+ * REATTACH_EVERY_NS until REATTACH_NS passed; the command runs on meanwhile.
+ */
+static void on_reattach_tick(struct loop *l, void *ctx, __u64 now)
+{
+	struct run_state *st = ctx;
+	int r;
+
+	if (!st->reattaching || now < st->reattach_next)
+		return;
+	st->reattach_next = now + REATTACH_EVERY_NS;
+	r = runlink__reattach(&st->rl, st->o->id);
+	if (r > 0) {
+		st->reattaching = false;
+		st->rl_h.fd = st->rl.fd;
+		if (loop__add(l, &st->rl_h))
+			st->rl.closed = true;
+		else if (st->main_done)
+			runlink__exited(&st->rl, st->wstatus, st->exec_err);
+		tp_debug("the daemon now on the socket took the task over");
+	} else if (r < 0 || now >= st->reattach_until) {
+		st->reattaching = false;
+		if (st->main_done)
+			loop__stop(l);
+	}
+}
+
+/*
+ * The daemon said the cgroup is empty, or closed the link: with the record (it stopped
+ * and ended the task), or without (it died, or handed the task over): then a new one
+ * is waited for, and the command runs on.
+ */
 static void on_link(struct loop *l, void *ctx, int fd, uint32_t events)
 {
 	struct run_state *st = ctx;
@@ -545,6 +584,14 @@ static void on_link(struct loop *l, void *ctx, int fd, uint32_t events)
 	runlink__read(&st->rl);
 	if (st->rl.closed)
 		loop__del(l, &st->rl_h);
+	if (st->rl.closed && !runlink__has_record(&st->rl)) {
+		__u64 now = tp_now_ns();
+
+		st->reattaching = true;
+		st->reattach_until = now + REATTACH_NS;
+		st->reattach_next = now + REATTACH_EVERY_NS;
+		return;
+	}
 	if (st->rl.empty || (st->rl.closed && st->main_done))
 		loop__stop(l);
 }
@@ -785,6 +832,8 @@ static int prepare_linked(struct run_state *st)
 	st->rl_h = (struct loop_handler){ st->rl.fd, EPOLLIN, on_link, st };
 	if (!err)
 		err = loop__add(&st->loop, &st->rl_h);
+	if (!err)
+		err = loop__on_tick(&st->loop, on_reattach_tick, st);
 	if (err) {
 		tp_err("cannot set up the event loop: %s", strerror(-err));
 		return err;

@@ -1107,9 +1107,14 @@ static int pin_one(const char *kind, const char *name, struct bpf_map *m, struct
 
 	if (err)
 		return err;
-	/* libbpf pins no internal map: the .bss is pinned by its fd. */
+	/*
+	 * libbpf pins no internal map, and no link it opened from a pin (an adopted one,
+	 * whose old pin make_dir removed): those are pinned by their fd.
+	 */
 	if (m && bpf_map__is_internal(m))
 		return bpf_obj_pin(bpf_map__fd(m), path) ? -errno : 0;
+	if (l && bpf_link__pin_path(l))
+		return bpf_obj_pin(bpf_link__fd(l), path) ? -errno : 0;
 	return m ? bpf_map__pin(m, path) : bpf_link__pin(l, path);
 }
 

@@ -108,6 +108,13 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		*why = "spool_max_mb takes whole MiB from 1 to 1048576";
 		return set_int(&c->spool_max_mb, val, 1, 1048576);
 	}
+	if (!strcmp(key, "keep_tasks")) {
+		*why = "keep_tasks takes true or false";
+		if (strcmp(val, "true") && strcmp(val, "false"))
+			return -EINVAL;
+		c->keep_tasks = !strcmp(val, "true");
+		return 0;
+	}
 	if (!strcmp(key, "strict")) {
 		*why = "strict takes true or false";
 		if (strcmp(val, "true") && strcmp(val, "false"))

@@ -37,6 +37,7 @@ struct config {
 	int spool_max_mb;	      /* each spool directory's bound (spool.h) */
 	/* a collector that cannot work fails `run` (125) instead of running CMD unmeasured */
 	bool strict;
+	bool keep_tasks; /* the daemon's SIGTERM hands its tasks over (daemon --keep-tasks) */
 };
 
 void config_defaults(struct config *c);

@@ -200,6 +200,37 @@ int runlink__open(struct runlink *rl, const struct run_opts *o)
 	return 1;
 }
 
+int runlink__reattach(struct runlink *rl, const char *id)
+{
+	const char *path = control_path(NULL);
+	char req[TP_ID_MAX + 16], *ans;
+	int fd = control_connect(path), n;
+
+	if (fd < 0)
+		return 0; /* no daemon yet */
+	if (rl->fd >= 0)
+		close(rl->fd);
+	rl->fd = fd;
+	rl->len = 0;
+	rl->closed = rl->broken = rl->empty = false;
+	n = snprintf(req, sizeof(req), "reattach\t%s\n", id);
+	if (send_all(rl, &(struct iovec){ req, (size_t)n }, 1) || !(ans = answer_line(rl))) {
+		rl->closed = true;
+		return 0;
+	}
+	if (strncmp(ans, "ok\t", 3)) {
+		rl->closed = true;
+		return -1; /* that daemon has no such task: it did not adopt it */
+	}
+	take(rl, strlen(ans) + 1);
+	return 1;
+}
+
+bool runlink__has_record(const struct runlink *rl)
+{
+	return rl->len >= 3 && !memcmp(rl->buf, "ok\n", 3);
+}
+
 void runlink__line(void *ctx, const char *line, size_t len)
 {
 	struct iovec iov[3] = { { "o\t", 2 }, { (void *)line, len }, { "\n", 1 } };
@@ -242,9 +273,8 @@ const char *runlink__finish(struct runlink *rl)
 		runlink__read(rl);
 	}
 	if (rl->len < 3 || memcmp(rl->buf, "ok\n", 3)) {
-		tp_err("warning: the daemon went away during the task: no record here (a daemon "
-		       "stopped by SIGTERM stores the task as interrupted; one killed leaves it "
-		       "lost)");
+		tp_err("warning: the daemon went away during the task and none took it over in "
+		       "time: no record here (the next daemon stores it as interrupted)");
 		return NULL;
 	}
 	rl->buf[rl->len] = '\0';

@@ -40,6 +40,14 @@ bool runlink__wanted(const struct run_opts *o);
  * refused, is stuck or went away (the reason said in one line).
  */
 int runlink__open(struct runlink *rl, const struct run_opts *o);
+/*
+ * The daemon went away (rl->closed): asks the daemon now on the socket, if any, for the
+ * task it adopted. 1 when it has it (the link goes on as before), 0 when no daemon
+ * answers yet, -1 when the one answering has no such task.
+ */
+int runlink__reattach(struct runlink *rl, const char *id);
+/* Whether what the daemon sent holds the record ("ok", then the JSON). */
+bool runlink__has_record(const struct runlink *rl);
 /* A line of the task's output, on to the daemon (the output module's callback). */
 void runlink__line(void *ctx, const char *line, size_t len);
 void runlink__exited(struct runlink *rl, int wstatus, int exec_err);

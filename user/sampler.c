@@ -25,6 +25,31 @@ void sampler__init(struct sampler *s, struct collector *c, int slot, const char 
 	s->tid = tid;
 }
 
+int sampler__resume(struct sampler *s, __u64 now_ns)
+{
+	struct series_point *pts = NULL;
+	size_t n = 0;
+	int damaged, err;
+
+	s->last_ns = s->last_flush_ns = now_ns;
+	collector__read(s->c, s->slot, &s->last);
+	/* Blocks appended from here on sort after the ones stored before. */
+	s->seq = SAMPLER_RESUMED_SEQ;
+	if (!s->store)
+		return 0;
+	err = store__series(s->store, s->tid, &pts, &n, &damaged);
+	if (err) {
+		free(pts);
+		return err;
+	}
+	s->pts = pts;
+	s->n = s->cap = s->flushed = n;
+	for (size_t i = 0; i < n; i++)
+		if (pts[i].v[0] > s->peak_millicores)
+			s->peak_millicores = pts[i].v[0];
+	return 0;
+}
+
 static __s64 rate(__u64 now, __u64 before, __u64 dt_ns)
 {
 	return now > before && dt_ns ? (__s64)((double)(now - before) * 1e9 / (double)dt_ns) : 0;

@@ -507,6 +507,73 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	return 0;
 }
 
+int session__resume(struct session *s, struct collector *c, struct store *store, struct loop *loop,
+		    const struct session_resume *r)
+{
+	__u64 now = tp_now_ns(), every = s->p.interval_ms * 1000000ULL;
+	char when[40];
+	size_t n = strlen(s->p.root);
+	int err;
+
+	s->c = c;
+	s->loop = loop;
+	s->rules.phase_fn = on_phase_rule;
+	s->rules.phase_ctx = s;
+	snprintf(s->cgroup, sizeof(s->cgroup), "%s", r->cgroup);
+	snprintf(s->memcg, sizeof(s->memcg), "%s", r->memcg);
+	/* A worker's cgroup stays the worker's; a run's is ours again (held; maybe gone). */
+	s->adopted = !r->run;
+	if (r->run)
+		s->cg_lock = cgroup_lock_task(s->cgroup, false);
+	s->slot = collector__retrack(c, r->slot, s->cgroup);
+	if (s->slot < 0)
+		return s->slot;
+	s->rec.collect = collector__collects(c) & (s->p.collect ? s->p.collect : COLLECT_ALL);
+	if (session__needs_args(s))
+		collector__capture_args(c, s->slot, true);
+	collector__on_exec(c, s->slot, on_exec, s);
+	s->cg_rel = !strncmp(s->cgroup, s->p.root, n) && s->cgroup[n] == '/' ? s->cgroup + n
+									     : s->cgroup;
+	/* Where the task's processes were told to send: bound again, so they still can. */
+	err = r->msock[0] ? msock__open_at(&s->msock, r->msock) : msock__open(&s->msock);
+	if (err)
+		session__fault(s,
+			       "no metrics socket (%s: %s): the task's own metrics are not taken",
+			       MSOCK_DIR, strerror(-err));
+	/* A cgroup gone in the gap: nothing is left in it, the task is over. */
+	s->events_fd = cgroup_events_fd(s->cgroup);
+	s->events_h = (struct loop_handler){ s->events_fd, EPOLLPRI, on_cgroup_events, s };
+	s->msock_h = (struct loop_handler){ s->msock.fd, EPOLLIN, on_msock, s };
+	err = s->events_fd >= 0 ? loop__add(loop, &s->events_h) : 0;
+	if (!err && s->msock.fd >= 0)
+		err = loop__add(loop, &s->msock_h);
+	if (!err)
+		err = loop__on_tick(loop, on_tick, s);
+	if (err) {
+		tp_err("cannot set up the event loop: %s", strerror(-err));
+		return err;
+	}
+	s->start_ns = r->start_ns;
+	s->next_sample_ns = now + every;
+	s->rec.start_real_ns = r->start_real_ns;
+	fill_identity(s);
+	if (store && r->tid >= 0 && !store__task_resume(store, r->tid)) {
+		s->store = store;
+		s->tid = r->tid;
+	}
+	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
+	sampler__resume(&s->sampler, now);
+	phases__init(&s->phases, s->start_ns);
+	s->sampler.phases = &s->phases;
+	tp_fmt_time(when, sizeof(when), tp_realtime_ns());
+	task_add_fault(&s->rec,
+		       "the daemon changed hands at %s (the one before died or handed over): "
+		       "the counters are exact; the program table, processes, events, phases "
+		       "and the task's own metrics before then are not in this record",
+		       when);
+	return 0;
+}
+
 /* cpu.stat and the kernel's peak memory, where the cgroups give them. */
 static void read_cgroup_figures(struct session *s)
 {
@@ -697,6 +764,12 @@ int session__store(struct session *s)
 	return err;
 }
 
+void session__hand_over(struct session *s)
+{
+	s->handed_over = true;
+	session__fini(s);
+}
+
 void session__fini(struct session *s)
 {
 	if (s->loop && s->events_fd >= 0)
@@ -705,11 +778,12 @@ void session__fini(struct session *s)
 		loop__del(s->loop, &s->msock_h);
 	if (s->loop)
 		loop__off_tick(s->loop, on_tick, s);
-	if (s->slot >= 0)
+	/* Handed over: the slot, the cgroups and the task's description stay as they are. */
+	if (s->slot >= 0 && !s->handed_over)
 		collector__untrack(s->c, s->slot);
-	if (s->memcg[0] && s->action != LEFTOVER_KEPT)
+	if (s->memcg[0] && s->action != LEFTOVER_KEPT && !s->handed_over)
 		cgroup_remove_task(s->memcg);
-	if (s->cgroup[0] && !s->adopted && s->action != LEFTOVER_KEPT)
+	if (s->cgroup[0] && !s->adopted && s->action != LEFTOVER_KEPT && !s->handed_over)
 		cgroup_remove_task(s->cgroup);
 	if (s->cg_lock >= 0)
 		close(s->cg_lock);

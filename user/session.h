@@ -76,7 +76,8 @@ struct session {
 	struct loop_handler events_h;
 	struct loop_handler msock_h;
 	struct loop *loop;
-	bool adopted; /* the cgroup is someone else's: tracked, not made or removed */
+	bool adopted;	  /* the cgroup is someone else's: tracked, not made or removed */
+	bool handed_over; /* freed for the daemon after us: not untracked, nothing removed */
 	bool main_done;
 	bool done;
 	int leftovers;
@@ -95,6 +96,27 @@ bool session__needs_args(const struct session *s);
  * the reason said in one line.
  */
 int session__start(struct session *s, struct collector *c, struct store *store, struct loop *loop);
+/* What a daemon before us left of a task (handover.h), for session__resume. */
+struct session_resume {
+	int slot;
+	bool run; /* its cgroup was the daemon's (a run's), else a worker's */
+	const char *cgroup;
+	const char *memcg;
+	const char *msock;
+	__u64 start_ns;
+	__u64 start_real_ns;
+	__s64 tid;
+};
+/*
+ * session__start for a task a daemon before us tracked (session__init done): its slot
+ * taken over with its counts (collector__retrack), its cgroup, metrics socket and store
+ * row its own again, its stored series read back; the record notes the change of
+ * hands. 0, or -errno (-ENOENT: that daemon had freed the slot).
+ */
+int session__resume(struct session *s, struct collector *c, struct store *store, struct loop *loop,
+		    const struct session_resume *r);
+/* Frees what is ours of it and leaves the rest to the daemon after us. */
+void session__hand_over(struct session *s);
 /* A line of the task's output (the output module's callback, ctx the session). */
 void session__output_line(void *ctx, const char *line, size_t len);
 /* The main process ended at now: leftovers get their grace period, or are killed. */

@@ -561,6 +561,33 @@ fail:
 	return err;
 }
 
+int store__task_resume(struct store *s, __s64 tid)
+{
+	char lock[PATH_MAX];
+	sqlite3_stmt *st;
+	int err, step;
+
+	if (s->fleet)
+		return -EOPNOTSUPP;
+	if (query_prepare(s, "SELECT status FROM tasks WHERE tid = ?", &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	step = query_step(s, st);
+	err = step != SQLITE_ROW ? -ENOENT
+	      : strcmp((const char *)sqlite3_column_text(st, 0), "running") &&
+			      strcmp((const char *)sqlite3_column_text(st, 0), "lost")
+		      ? -EALREADY
+		      : 0;
+	sqlite3_finalize(st);
+	if (err)
+		return err;
+	err = take_lock(s, tid, lock, sizeof(lock));
+	if (err)
+		return err;
+	return run_stmt(s, "UPDATE tasks SET status = 'running', lock = ? WHERE tid = ?", "ti",
+			lock, (long long)tid);
+}
+
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
 			 size_t points)
 {

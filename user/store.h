@@ -45,6 +45,12 @@ void store__set_outbox(struct store *s, bool on);
 /* Writes the task's row (status running) with its labels; takes its liveness lock. */
 int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
 		      int nhost, __s64 *tid);
+/*
+ * A task adopted from a daemon that died: its row (running, or marked lost since) is
+ * running again, its liveness lock this process's. -ENOENT: no such row; -EALREADY:
+ * it ended.
+ */
+int store__task_resume(struct store *s, __s64 tid);
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
 			 size_t points);
 /* Replaces all of a task's series blocks with one (compaction at the task's end). */

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * End-to-end tests: a daemon that dies (kill -9) or hands over (--keep-tasks) while
+ * tasks run, and the daemon after it, which adopts them from the pinned maps and the
+ * tasks' descriptions. Each task's execs are exact and its CPU is its workload's own
+ * getrusage, though half of the workload ran while no daemon did.
+ */
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testutil.h"
+#include "util.h"
+
+enum { WORKERS = 3, RUNS = 3, JOBS = WORKERS + RUNS, EXECS = 20, BURN_MS = 300 };
+
+struct job {
+	char id[32];
+	char cg[4096]; /* a worker's cgroup */
+	char ready[4200], truth[4200], json[4200];
+	pid_t pid; /* the worker's workload, or the run */
+};
+
+static pid_t start_daemon(const char *db, const char *sock, bool keep)
+{
+	char sock_opt[4200];
+	pid_t d;
+
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", "--db", (char *)db, sock_opt,
+				     "--listen=off", keep ? "--keep-tasks" : "--listen=off", NULL },
+			 -1, STDERR_FILENO);
+	return d > 0 && tu_wait_socket(sock, d) ? d : -1;
+}
+
+/* The workload, in a worker's cgroup (it moves itself in first). */
+static pid_t start_worker(struct job *j, const char *go)
+{
+	char procs[4200], n[16], ms[16];
+	pid_t pid;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", j->cg);
+	snprintf(n, sizeof(n), "%d", EXECS);
+	snprintf(ms, sizeof(ms), "%d", BURN_MS);
+	pid = fork();
+	if (pid == 0) {
+		if (tp_write_file(procs, "0"))
+			_exit(126);
+		execl(tu_helper("halves"), "halves", n, ms, j->ready, go, j->truth, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static bool all_ready(struct job *jobs)
+{
+	for (int i = 0; i < 1000; i++) {
+		int ready = 0;
+
+		for (int k = 0; k < JOBS; k++)
+			ready += !access(jobs[k].ready, F_OK);
+		if (ready == JOBS)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * Three worker-managed tasks and three runs through a daemon; each runs the first half
+ * of its workload, then the daemon goes (SIGKILL, or SIGTERM with --keep-tasks), the
+ * second halves run with no daemon at all for a second, and a new daemon (or two in a
+ * row, the first also killed) takes over. Every task is then ended as usual: its
+ * record has exactly its 41 execs (halves and its 40 /bin/true), its CPU within 1% of
+ * the workload's getrusage, the change of hands noted, and each is stored once.
+ */
+static void handover(bool keep, int restarts)
+{
+	const char *fs = tu_tmp("bpffs"), *go = tu_tmp("go");
+	static struct job jobs[JOBS];
+	char db[4200], sock[4200], pins[4200], n[16], ms[16];
+	struct tu_result r;
+	pid_t d;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
+	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
+	snprintf(n, sizeof(n), "%d", EXECS);
+	snprintf(ms, sizeof(ms), "%d", BURN_MS);
+	/* The pins on a bpffs of this test's own: the host's daemon, if any, is not touched. */
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mkdir(fs, 0700), "the bpffs mount point") ||
+	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own"))
+		return;
+	setenv("TASKPROBE_PIN_DIR", pins, 1);
+	d = start_daemon(db, sock, keep);
+	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
+		goto out;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	for (int i = 0; i < JOBS; i++) {
+		struct job *j = &jobs[i];
+
+		snprintf(j->id, sizeof(j->id), "%s-%d", i < WORKERS ? "worker" : "run", i);
+		snprintf(j->ready, sizeof(j->ready), "%s.ready", tu_tmp(j->id));
+		snprintf(j->truth, sizeof(j->truth), "%s.truth", tu_tmp(j->id));
+		snprintf(j->json, sizeof(j->json), "%s.json", tu_tmp(j->id));
+		if (i < WORKERS) {
+			if (!ASSERT_OK(tu_cgroup_make(j->cg, sizeof(j->cg)), "a worker's cgroup"))
+				goto out;
+			tu_tp(&r, 30, "task", "start", j->id, "--cgroup", j->cg, NULL);
+			ASSERT_EQ(r.status, 0, "task start");
+			j->pid = start_worker(j, go);
+		} else {
+			j->pid = tu_spawn_fds((char *[]){ (char *)tu_bin(), "run", "--id", j->id,
+							  "--quiet", "--json", j->json, "--",
+							  (char *)tu_helper("halves"), n, ms,
+							  j->ready, (char *)go, j->truth, NULL },
+					      -1, STDERR_FILENO);
+		}
+	}
+	if (!ASSERT_TRUE(all_ready(jobs), "every first half ran"))
+		goto out;
+	for (int k = 0; k < restarts; k++) {
+		kill(d, keep ? SIGTERM : SIGKILL);
+		ASSERT_EQ(wait_status(d), keep ? 0 : 128 + SIGKILL, "the daemon went");
+		/* The second halves run with no daemon at all: the pinned programs count. */
+		if (k == 0)
+			tu_write_file(go, "go");
+		sleep(1);
+		d = start_daemon(db, sock, keep);
+		if (!ASSERT_TRUE(d > 0, "the next daemon listens"))
+			goto out;
+	}
+	for (int i = 0; i < JOBS; i++) {
+		struct job *j = &jobs[i];
+
+		if (i < WORKERS) {
+			ASSERT_EQ(wait_status(j->pid), 0, "a worker's workload");
+			tu_tp(&r, 30, "task", "end", j->id, "--quiet", "--json", j->json, NULL);
+			CHECK(r.status == 0, "task end %s: %s", j->id, r.err ? r.err : "");
+		} else {
+			CHECK(wait_status(j->pid) == 0, "run %s exited 0", j->id);
+		}
+	}
+	for (int i = 0; i < JOBS; i++) {
+		const struct json *rec = tu_load_json(jobs[i].json);
+		const struct json *faults = json_get(json_get(rec, "collector"), "faults");
+		double children, self;
+
+		if (!rec || !ASSERT_OK(tu_read_truth(jobs[i].truth, &children, &self), "truth"))
+			continue;
+		CHECK(tu_metric(rec, "proc.execs") == 1 + 2 * EXECS, "%s: execs %.0f, expected %d",
+		      jobs[i].id, tu_metric(rec, "proc.execs"), 1 + 2 * EXECS);
+		ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), children + self, 0.01,
+			    "cpu.time_ns vs the workload's getrusage");
+		ASSERT_STREQ(json_str(rec, "status"), i < WORKERS ? "ended" : "exited", "status");
+		CHECK(json_len(faults) == 1 && strstr(json_at(faults, 0)->str, "changed hands"),
+		      "%s: the change of hands is noted", jobs[i].id);
+	}
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), JOBS, "each task stored once");
+	for (int i = 0; i < JOBS; i++) {
+		tu_tp(&r, 30, "show", jobs[i].id, "--db", db, "--json", NULL);
+		ASSERT_EQ(tu_metric(tu_parse_json(r.out), "proc.execs"), 1 + 2 * EXECS,
+			  "stored with its execs");
+	}
+out:
+	if (d > 0) {
+		kill(d, SIGTERM);
+		wait_status(d);
+	}
+	unsetenv("TASKPROBE_PIN_DIR");
+	umount2(fs, MNT_DETACH);
+}
+
+TEST(TIER_E2E, a_killed_daemons_tasks_are_adopted_exactly)
+{
+	handover(false, 1);
+}
+
+TEST(TIER_E2E, a_daemon_upgrade_hands_its_tasks_over)
+{
+	handover(true, 1);
+}
+
+TEST(TIER_E2E, two_restarts_in_a_row_lose_nothing)
+{
+	handover(false, 2);
+}
