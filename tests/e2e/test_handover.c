@@ -206,3 +206,83 @@ TEST(TIER_E2E, two_restarts_in_a_row_lose_nothing)
 {
 	handover(false, 2);
 }
+
+/*
+ * A daemon whose maps cannot be those of the one before (max_tasks changed: the maps
+ * are sized by it) does not adopt its tasks: it says so in one line and stores each as
+ * interrupted with what is left to read, its cgroup's cpu.stat, and the reason.
+ */
+TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
+{
+	const char *fs = tu_tmp("bpffs"), *conf = tu_tmp("tp.conf"), *log = tu_tmp("d2.log");
+	char db[4200], sock[4200], pins[4200], cg[4096], sock_opt[4200], conf_opt[4200];
+	const struct json *rec, *faults;
+	struct tu_result r;
+	char *text = NULL;
+	pid_t d, w;
+	int efd;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
+	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mkdir(fs, 0700), "the bpffs mount point") ||
+	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own") ||
+	    !ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
+		return;
+	setenv("TASKPROBE_PIN_DIR", pins, 1);
+	d = start_daemon(db, sock, false);
+	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
+		goto out;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	tu_tp(&r, 30, "task", "start", "sized", "--cgroup", cg, NULL);
+	ASSERT_EQ(r.status, 0, "task start");
+	w = fork();
+	if (w == 0) {
+		char procs[4200];
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		if (tp_write_file(procs, "0"))
+			_exit(126);
+		execl(tu_helper("burn"), "burn", "1", "300", (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_EQ(wait_status(w), 0, "the workload");
+	kill(d, SIGKILL);
+	wait_status(d);
+	tu_write_file(conf, "max_tasks = 512\n");
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	efd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", db, sock_opt,
+				     "--listen=off", NULL },
+			 -1, efd);
+	close(efd);
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the second daemon listens"))
+		goto out;
+	if (tp_slurp(log, "the daemon's log", true, &text) < 0)
+		text = NULL;
+	CHECK(text && strstr(text, "warning: adopted 0 of the 1 running tasks") &&
+		      strstr(text, "max_tasks"),
+	      "one line says so: %s", text ? text : "");
+	free(text);
+	tu_tp(&r, 30, "task", "end", "sized", NULL);
+	ASSERT_EQ(r.status, 1, "the task is not tracked");
+	tu_tp(&r, 30, "show", "sized", "--db", db, "--json", NULL);
+	rec = tu_parse_json(r.out);
+	ASSERT_STREQ(json_str(rec, "status"), "interrupted", "stored as interrupted");
+	ASSERT_NEAR(tu_metric(rec, "cpu.time_ns"), 300e6, 0.10,
+		    "the cgroup's cpu.stat: its 300 ms");
+	faults = json_get(json_get(rec, "collector"), "faults");
+	CHECK(json_len(faults) == 1 && strstr(json_at(faults, 0)->str, "could not take"),
+	      "the reason is noted");
+out:
+	if (d > 0) {
+		kill(d, SIGTERM);
+		wait_status(d);
+	}
+	unsetenv("TASKPROBE_PIN_DIR");
+	umount2(fs, MNT_DETACH);
+}
