@@ -961,6 +961,8 @@ static void adopt_tasks(struct daemon *d, struct handover_task *h, int n, bool a
 {
 	int ok = 0;
 
+	if (!why)
+		why = "no maps were pinned (pin_dir off, or no bpffs)";
 	for (int i = 0; i < n; i++) {
 		if (adopted && !adopt_one(d, &h[i])) {
 			ok++;

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # A soak of the host side (not in `make check`): for MINUTES, CONC tasks at a time start
 # and end without pause through one daemon of this script's own (each run: 1 to 5
-# execs of /bin/true), and the daemon is restarted (SIGTERM, then a new one) every
-# RESTART minutes. Every minute it prints the daemon's RSS, its open fds, and the
+# execs of /bin/true), and the daemon is restarted every RESTART minutes: handed over
+# (daemon --keep-tasks, then SIGTERM and a new one), or with KILL=1 killed (SIGKILL).
+# Every minute it prints the daemon's RSS, its open fds, and the
 # entries of its BPF hash maps (bpftool), which must stay flat; at the end the tasks
 # run against the tasks stored, by status.
 #   scripts/bench/soak.sh [MINUTES] [CONC] [RESTART]
@@ -20,6 +21,7 @@ mount -t tmpfs -o mode=0755 tmpfs /var/lib
 minutes=${1:-10}
 conc=${2:-8}
 restart=${3:-3}
+signal=$([ "${KILL:-0}" = 1 ] && echo KILL || echo TERM)
 work=$(mktemp -d /tmp/taskprobe-soak.XXXXXX)
 daemon=
 workers=()
@@ -43,7 +45,7 @@ export TASKPROBE_CONTROL=$work/control.sock TASKPROBE_PIN_DIR=/sys/fs/bpf/taskpr
 unset TASKPROBE_DB
 
 start_daemon() {
-	"$TP" daemon --db "$work/d.db" --listen off 2>>"$work/daemon.log" &
+	"$TP" daemon --keep-tasks --db "$work/d.db" --listen off 2>>"$work/daemon.log" &
 	daemon=$!
 	for _ in $(seq 100); do
 		[ -S "$TASKPROBE_CONTROL" ] && return 0
@@ -95,16 +97,17 @@ while [ "$(date +%s)" -lt "$end" ]; do
 		"$(awk '/VmRSS/ { print $2 }' "/proc/$daemon/status")" \
 		"$(ls "/proc/$daemon/fd" | wc -l)" "$(map_entries)" "$ran"
 	if [ $((minute % restart)) -eq 0 ] && [ "$(date +%s)" -lt "$end" ]; then
-		kill -TERM "$daemon"
+		kill "-${signal}" "$daemon"
 		wait "$daemon" || true
 		start_daemon
-		echo "        (daemon restarted)"
+		echo "        (daemon restarted after SIG$signal)"
 	fi
 done
 for p in "${workers[@]}"; do
 	wait "$p" || true
 done
 workers=()
+# No task runs now: the last hand-over leaves none; the pins go with the cleanup.
 kill -TERM "$daemon"
 wait "$daemon" || true
 daemon=
