@@ -476,14 +476,9 @@ static void on_run_done(void *ctx, struct session *s)
 		t->finish = true;
 }
 
-/* The client went away: its task ends as interrupted, once its cgroup is empty. */
-static void run_client_gone(struct dtask *t)
+/* A run's client is gone for good: its task ends as interrupted, once its cgroup is empty. */
+static void run_is_lost(struct dtask *t)
 {
-	loop__del(&t->d->loop, &t->conn_h);
-	close(t->conn);
-	t->conn = -1;
-	if (t->finish)
-		return;
 	t->lost = true;
 	if (!t->exited) {
 		t->exited = true;
@@ -491,6 +486,16 @@ static void run_client_gone(struct dtask *t)
 	}
 	if (t->s.done)
 		t->finish = true;
+}
+
+/* The client went away: its task ends as interrupted, once its cgroup is empty. */
+static void run_client_gone(struct dtask *t)
+{
+	loop__del(&t->d->loop, &t->conn_h);
+	close(t->conn);
+	t->conn = -1;
+	if (!t->finish)
+		run_is_lost(t);
 }
 
 static void run_message(struct dtask *t, char *line, size_t len)
@@ -842,13 +847,7 @@ static void expire_orphans(struct loop *l, void *ctx, __u64 now)
 		if (!t->orphan || now < t->reattach_until_ns)
 			continue;
 		t->orphan = false;
-		t->lost = true;
-		if (!t->exited) {
-			t->exited = true;
-			session__main_exited(&t->s);
-		}
-		if (t->s.done)
-			t->finish = true;
+		run_is_lost(t);
 	}
 }
 
@@ -1265,7 +1264,11 @@ int cmd_daemon(int argc, char **argv)
 	if (handover__dir(d.db, d.handover, sizeof(d.handover)) ||
 	    handover__load(d.handover, &left, &nleft))
 		d.handover[0] = '\0';
-	copts.adopt_dir = nleft ? pin_dir_of(&d) : NULL;
+	/* Another version's programs would go on writing what this one cannot read. */
+	for (int i = 0; i < nleft && !why; i++)
+		if (left[i].abi != TP_ABI_VERSION)
+			why = "the daemon before was of another version (its ABI)";
+	copts.adopt_dir = nleft && !why ? pin_dir_of(&d) : NULL;
 	copts.max_tasks = d.max_tasks = d.cfg.max_tasks;
 	copts.collect = d.cfg.collect;
 	d.tasks = calloc((size_t)d.max_tasks, sizeof(*d.tasks));
@@ -1289,7 +1292,7 @@ int cmd_daemon(int argc, char **argv)
 		apply_sink(&d);
 	if (!d.store || loop__init(&d.loop, COLLECTOR_DRAIN_MS))
 		goto out;
-	adopted = collector__adopted(d.c, &why);
+	adopted = collector__adopted(d.c, why ? NULL : &why);
 	adopt_tasks(&d, left, nleft, adopted, why);
 	/* Empty task cgroups of runs and daemons that died before removing them. */
 	cgroup_sweep(d.root);

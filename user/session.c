@@ -404,6 +404,23 @@ static int adopt_cgroup(struct session *s)
 	return 0;
 }
 
+/* The cgroup's events (when its events_fd is open), the metrics socket and the tick. */
+static int watch(struct session *s, struct loop *loop)
+{
+	int err;
+
+	s->events_h = (struct loop_handler){ s->events_fd, EPOLLPRI, on_cgroup_events, s };
+	s->msock_h = (struct loop_handler){ s->msock.fd, EPOLLIN, on_msock, s };
+	err = s->events_fd >= 0 ? loop__add(loop, &s->events_h) : 0;
+	if (!err && s->msock.fd >= 0)
+		err = loop__add(loop, &s->msock_h);
+	if (!err)
+		err = loop__on_tick(loop, on_tick, s);
+	if (err)
+		tp_err("cannot set up the event loop: %s", strerror(-err));
+	return err;
+}
+
 int session__start(struct session *s, struct collector *c, struct store *store, struct loop *loop)
 {
 	struct label host_labels[HOST_LABELS];
@@ -467,17 +484,9 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 		tp_err("cannot watch %s/cgroup.events: %s", s->cgroup, strerror(-err));
 		return err;
 	}
-	s->events_h = (struct loop_handler){ s->events_fd, EPOLLPRI, on_cgroup_events, s };
-	s->msock_h = (struct loop_handler){ s->msock.fd, EPOLLIN, on_msock, s };
-	err = loop__add(loop, &s->events_h);
-	if (!err && s->msock.fd >= 0)
-		err = loop__add(loop, &s->msock_h);
-	if (!err)
-		err = loop__on_tick(loop, on_tick, s);
-	if (err) {
-		tp_err("cannot set up the event loop: %s", strerror(-err));
+	err = watch(s, loop);
+	if (err)
 		return err;
-	}
 
 	s->start_ns = tp_now_ns();
 	s->next_sample_ns = s->start_ns + s->p.interval_ms * 1000000ULL;
@@ -542,17 +551,9 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 			       MSOCK_DIR, strerror(-err));
 	/* A cgroup gone in the gap: nothing is left in it, the task is over. */
 	s->events_fd = cgroup_events_fd(s->cgroup);
-	s->events_h = (struct loop_handler){ s->events_fd, EPOLLPRI, on_cgroup_events, s };
-	s->msock_h = (struct loop_handler){ s->msock.fd, EPOLLIN, on_msock, s };
-	err = s->events_fd >= 0 ? loop__add(loop, &s->events_h) : 0;
-	if (!err && s->msock.fd >= 0)
-		err = loop__add(loop, &s->msock_h);
-	if (!err)
-		err = loop__on_tick(loop, on_tick, s);
-	if (err) {
-		tp_err("cannot set up the event loop: %s", strerror(-err));
+	err = watch(s, loop);
+	if (err)
 		return err;
-	}
 	s->start_ns = r->start_ns;
 	s->next_sample_ns = now + every;
 	s->rec.start_real_ns = r->start_real_ns;

@@ -29,6 +29,34 @@ struct job {
 	pid_t pid; /* the worker's workload, or the run */
 };
 
+/*
+ * The daemons' pins (TASKPROBE_PIN_DIR) on a bpffs of this test's own at fs, in a mount
+ * namespace of its own: the host's daemon, if any, is never touched.
+ */
+static bool own_bpffs(const char *fs, const char *pins)
+{
+	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
+	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
+	    !ASSERT_OK(mkdir(fs, 0700), "the bpffs mount point") ||
+	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own"))
+		return false;
+	setenv("TASKPROBE_PIN_DIR", pins, 1);
+	return true;
+}
+
+/* The last daemon stopped (its pins removed), the test's bpffs unmounted. */
+static void leave_bpffs(pid_t d, const char *fs)
+{
+	int st;
+
+	if (d > 0) {
+		kill(d, SIGTERM);
+		waitpid(d, &st, 0);
+	}
+	unsetenv("TASKPROBE_PIN_DIR");
+	umount2(fs, MNT_DETACH);
+}
+
 static pid_t start_daemon(const char *db, const char *sock, bool keep)
 {
 	char sock_opt[4200];
@@ -104,13 +132,8 @@ static void handover(bool keep, int restarts)
 	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
 	snprintf(n, sizeof(n), "%d", EXECS);
 	snprintf(ms, sizeof(ms), "%d", BURN_MS);
-	/* The pins on a bpffs of this test's own: the host's daemon, if any, is not touched. */
-	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
-	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
-	    !ASSERT_OK(mkdir(fs, 0700), "the bpffs mount point") ||
-	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own"))
+	if (!own_bpffs(fs, pins))
 		return;
-	setenv("TASKPROBE_PIN_DIR", pins, 1);
 	d = start_daemon(db, sock, keep);
 	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
 		goto out;
@@ -184,12 +207,7 @@ static void handover(bool keep, int restarts)
 			  "stored with its execs");
 	}
 out:
-	if (d > 0) {
-		kill(d, SIGTERM);
-		wait_status(d);
-	}
-	unsetenv("TASKPROBE_PIN_DIR");
-	umount2(fs, MNT_DETACH);
+	leave_bpffs(d, fs);
 }
 
 TEST(TIER_E2E, a_killed_daemons_tasks_are_adopted_exactly)
@@ -225,13 +243,8 @@ TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
 	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
 	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
 	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
-	if (!ASSERT_OK(unshare(CLONE_NEWNS), "a mount namespace") ||
-	    !ASSERT_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "private mounts") ||
-	    !ASSERT_OK(mkdir(fs, 0700), "the bpffs mount point") ||
-	    !ASSERT_OK(mount("bpf", fs, "bpf", 0, "mode=0700"), "a bpffs of the test's own") ||
-	    !ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
+	if (!own_bpffs(fs, pins) || !ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
 		return;
-	setenv("TASKPROBE_PIN_DIR", pins, 1);
 	d = start_daemon(db, sock, false);
 	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
 		goto out;
@@ -279,10 +292,5 @@ TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
 	CHECK(json_len(faults) == 1 && strstr(json_at(faults, 0)->str, "could not take"),
 	      "the reason is noted");
 out:
-	if (d > 0) {
-		kill(d, SIGTERM);
-		wait_status(d);
-	}
-	unsetenv("TASKPROBE_PIN_DIR");
-	umount2(fs, MNT_DETACH);
+	leave_bpffs(d, fs);
 }

@@ -15,23 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void burn(double secs)
-{
-	volatile unsigned long x = 0;
-	double end = cpu_now() + secs;
-
-	while (cpu_now() < end)
-		for (int i = 0; i < 100000; i++)
-			x += (unsigned long)i;
-}
+#include "spin.h"
 
 static double tv(struct timeval t)
 {
