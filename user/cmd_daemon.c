@@ -445,6 +445,13 @@ static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int f
 		task_set_end(rec, t->wstatus, t->exec_err);
 	else
 		rec->end = end;
+	/*
+	 * Stored (or spooled), and its description gone, before the client has it: a daemon
+	 * killed in between leaves a task stored, never one its client thinks is.
+	 */
+	session__store(&t->s);
+	if (t->s.slot >= 0 && d->handover[0])
+		handover__remove(d->handover, t->s.slot);
 	if (fd >= 0) {
 		/* The client reads it at once: one that does not is given 2 s, not the loop. */
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -459,7 +466,6 @@ static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int f
 			fclose(f);
 		}
 	}
-	session__store(&t->s);
 	shipper__kick(&d->ship);
 	drop_task(d, t);
 }
@@ -946,7 +952,8 @@ static void end_unadopted(struct daemon *d, const struct handover_task *h, const
 		       "the daemon before died and this one could not take its counts over (%s): "
 		       "only the cgroup's cpu.stat is here",
 		       why);
-	if (d->store && h->tid >= 0 && store__task_end(d->store, h->tid, &rec))
+	/* Its row completed, unless the daemon before stored the task already. */
+	if (d->store && store__restore(d->store, &rec, NULL, 0, NULL, 0, 0))
 		tp_err("warning: task '%s' could not be stored as interrupted", h->id);
 	handover__remove(d->handover, h->slot);
 }
@@ -963,8 +970,13 @@ static void adopt_tasks(struct daemon *d, struct handover_task *h, int n, bool a
 	if (!why)
 		why = "no maps were pinned (pin_dir off, or no bpffs)";
 	for (int i = 0; i < n; i++) {
-		if (adopted && !adopt_one(d, &h[i])) {
+		int err = adopted ? adopt_one(d, &h[i]) : -ENOENT;
+
+		if (!err || err == -EALREADY) {
+			/* Adopted; or stored whole by the daemon before, just before it went. */
 			ok++;
+			if (err)
+				handover__remove(d->handover, h[i].slot);
 			continue;
 		}
 		end_unadopted(d, &h[i], adopted ? "its slot was freed or taken" : why);

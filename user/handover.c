@@ -106,13 +106,13 @@ static int parse_task(const struct json *j, struct handover_task *t)
 	copy_str(t->cgroup, sizeof(t->cgroup), j, "cgroup");
 	copy_str(t->memcg, sizeof(t->memcg), j, "memcg");
 	copy_str(t->msock, sizeof(t->msock), j, "msock");
-	t->start_ns = (__u64)json_num(j, "start_ns");
-	t->start_real_ns = (__u64)json_num(j, "start_real_ns");
+	t->start_ns = json_u64(j, "start_ns");
+	t->start_real_ns = json_u64(j, "start_real_ns");
 	t->interval_ms = (__u64)json_num(j, "interval_ms");
 	t->grace_s = (__u64)json_num(j, "grace_s");
 	t->keep_leftovers = json_get(j, "keep_leftovers") && json_get(j, "keep_leftovers")->b;
 	t->collect = (unsigned)json_num(j, "collect");
-	t->tid = (__s64)tid->num;
+	t->tid = json_i64(j, "tid");
 	for (size_t i = 0; i < json_len(labels); i++)
 		if (json_at(labels, i)->type == JSON_STR)
 			snprintf(t->kv[t->nlabels++], sizeof(t->kv[0]), "%s",

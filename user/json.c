@@ -405,6 +405,12 @@ static int parse_number(struct parser *ps, struct json *j)
 	j->num = strtod(buf, &endp);
 	if (n == 0 || *endp || errno == ERANGE || !isfinite(j->num))
 		return fail(ps, "bad number");
+	/* An integer is also kept exactly: nanosecond times pass 2^53. */
+	if (n == strspn(buf, "-0123456789") && !strchr(buf + 1, '-')) {
+		errno = 0;
+		j->u = buf[0] == '-' ? (__u64)strtoll(buf, &endp, 10) : strtoull(buf, &endp, 10);
+		j->exact = !errno && !*endp;
+	}
 	ps->p += n;
 	return 0;
 }
@@ -524,6 +530,24 @@ double json_num(const struct json *obj, const char *key)
 	const struct json *v = json_get(obj, key);
 
 	return v && v->type == JSON_NUM ? v->num : 0;
+}
+
+__u64 json_u64(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	if (!v || v->type != JSON_NUM)
+		return 0;
+	return v->exact ? v->u : v->num > 0 ? (__u64)v->num : 0;
+}
+
+long long json_i64(const struct json *obj, const char *key)
+{
+	const struct json *v = json_get(obj, key);
+
+	if (!v || v->type != JSON_NUM)
+		return 0;
+	return v->exact ? (long long)v->u : (long long)v->num;
 }
 
 const char *json_str(const struct json *obj, const char *key)

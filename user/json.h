@@ -40,6 +40,8 @@ struct json {
 	enum json_type type;
 	bool b;
 	double num;
+	__u64 u;	    /* JSON_NUM written as an integer: its exact value (two's complement) */
+	bool exact;	    /* u holds it */
 	char *str;	    /* JSON_STR */
 	char *key;	    /* set on members of an object */
 	struct json *child; /* first element or member */
@@ -57,6 +59,9 @@ const struct json *json_get(const struct json *obj, const char *key);
 size_t json_len(const struct json *arr);
 /* A member's number, or 0 when absent or not a number. */
 double json_num(const struct json *obj, const char *key);
+/* An integer member exactly (a double holds 53 bits: nanosecond times have 61). */
+__u64 json_u64(const struct json *obj, const char *key);
+long long json_i64(const struct json *obj, const char *key);
 /* A member's string, or "" when absent or not a string. */
 const char *json_str(const struct json *obj, const char *key);
 const struct json *json_at(const struct json *arr, size_t i);

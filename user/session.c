@@ -558,9 +558,23 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 	s->next_sample_ns = now + every;
 	s->rec.start_real_ns = r->start_real_ns;
 	fill_identity(s);
-	if (store && r->tid >= 0 && !store__task_resume(store, r->tid)) {
-		s->store = store;
-		s->tid = r->tid;
+	if (store && r->tid >= 0) {
+		char why[512];
+
+		tp_catch(why, sizeof(why));
+		err = store__task_resume(store, r->tid);
+		tp_catch(NULL, 0);
+		if (!err) {
+			s->store = store;
+			s->tid = r->tid;
+		} else if (err == -EALREADY) {
+			return err; /* stored whole before: over, nothing to take over */
+		} else {
+			session__fault(s,
+				       "its store row could not be taken over (%s): the record "
+				       "goes to the spool, stored within seconds",
+				       why[0] ? why : strerror(-err));
+		}
 	}
 	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
 	sampler__resume(&s->sampler, now);

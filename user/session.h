@@ -111,7 +111,8 @@ struct session_resume {
  * session__start for a task a daemon before us tracked (session__init done): its slot
  * taken over with its counts (collector__retrack), its cgroup, metrics socket and store
  * row its own again, its stored series read back; the record notes the change of
- * hands. 0, or -errno (-ENOENT: that daemon had freed the slot).
+ * hands. 0, or -errno (-ENOENT: that daemon had freed the slot; -EALREADY: it stored the
+ * task whole already).
  */
 int session__resume(struct session *s, struct collector *c, struct store *store, struct loop *loop,
 		    const struct session_resume *r);

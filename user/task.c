@@ -798,9 +798,9 @@ int task_from_json(struct task_record *t, const struct json *j)
 	}
 	snprintf(t->host, sizeof(t->host), "%s", json_str(j, "host"));
 	snprintf(t->cgroup, sizeof(t->cgroup), "%s", json_str(j, "cgroup"));
-	t->start_real_ns = (__u64)json_num(j, "start_ns");
-	t->wall_ns = (__u64)json_num(j, "wall_ns");
-	t->main_wall_ns = (__u64)json_num(j, "main_wall_ns");
+	t->start_real_ns = json_u64(j, "start_ns");
+	t->wall_ns = json_u64(j, "wall_ns");
+	t->main_wall_ns = json_u64(j, "main_wall_ns");
 	t->end = TASK_EXITED;
 	for (int e = 0; e < TASK_END_KINDS; e++)
 		if (!strcmp(json_str(j, "status"), task_status_names[e]))

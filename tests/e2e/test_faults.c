@@ -96,6 +96,15 @@ static int integrity(const char *db, char *out, size_t len)
 	return rc;
 }
 
+static int wait_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* The samples stored for task id, or -1. */
 static long series_points(const char *db, const char *id)
 {
@@ -127,6 +136,9 @@ static long series_points(const char *db, const char *id)
 TEST(TIER_E2E, a_full_disk_never_stops_the_job)
 {
 	const char *dir = tu_tmp("small"), *ja = tu_tmp("a.json"), *jb = tu_tmp("b.json");
+	const char *mark = tu_tmp("mid-started");
+	double b_execs;
+	pid_t run;
 	char db[4200], ok[64];
 	const struct json *a, *b, *list, *faults, *stored;
 	struct spool_stats sp;
@@ -154,8 +166,21 @@ TEST(TIER_E2E, a_full_disk_never_stops_the_job)
 	      jb, "--", "sh", "-c", "sleep 0.6; /bin/true", NULL);
 	ASSERT_EQ(r.status, 0, "a second task ran");
 	b = tu_load_json(jb);
+	b_execs = tu_metric(b, "proc.execs");
 	ASSERT_OK(spool__stat(db, &sp), "the spool");
 	ASSERT_EQ(sp.files, 2, "both records are spooled");
+
+	/* A task whose start was stored, and whose end met the full disk: its row completed. */
+	unlink(fill(dir));
+	run = tu_spawn((char *[]){ (char *)tu_bin(), "run", "--quiet", "--db", db, "--id", "mid",
+				   "--", "sh", "-c", "touch \"$0\"; sleep 1; /bin/true",
+				   (char *)mark, NULL });
+	for (int i = 0; i < 500 && access(mark, F_OK); i++)
+		usleep(10000);
+	fill(dir);
+	ASSERT_EQ(wait_status(run), 0, "the task whose end met the full disk");
+	ASSERT_OK(spool__stat(db, &sp), "the spool");
+	ASSERT_EQ(sp.files, 3, "its record is spooled too");
 
 	unlink(fill(dir)); /* space returns */
 	tu_tp(&r, 60, "run", "--quiet", "--db", db, "--id", "after", "--", "/bin/true", NULL);
@@ -164,7 +189,7 @@ TEST(TIER_E2E, a_full_disk_never_stops_the_job)
 	ASSERT_EQ(sp.files, 0, "the spool was stored and emptied");
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
 	list = tu_parse_json(r.out);
-	ASSERT_EQ(json_len(list), 4, "four tasks, none doubled, none lost");
+	ASSERT_EQ(json_len(list), 5, "five tasks, none doubled, none lost");
 	tu_tp(&r, 30, "show", "full-a", "--db", db, "--json", NULL);
 	stored = tu_parse_json(r.out);
 	ASSERT_STREQ(json_str(stored, "status"), "exited", "full-a's status");
@@ -172,8 +197,10 @@ TEST(TIER_E2E, a_full_disk_never_stops_the_job)
 	ASSERT_EQ(tu_metric(stored, "proc.execs"), tu_metric(a, "proc.execs"), "its figures");
 	ASSERT_EQ(tu_metric(stored, "cpu.time_ns"), tu_metric(a, "cpu.time_ns"), "its CPU");
 	tu_tp(&r, 30, "count", "proc.execs", "--db", db, "--json", NULL);
-	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum"), 1 + 3 + tu_metric(b, "proc.execs") + 1,
-		  "count sums every task once");
+	ASSERT_EQ(tu_num(tu_parse_json(r.out), "sum"), 1 + 3 + b_execs + 4 + 1,
+		  "count sums every task once (mid: sh, touch, sleep, true)");
+	tu_tp(&r, 30, "show", "mid", "--db", db, "--json", NULL);
+	ASSERT_STREQ(json_str(tu_parse_json(r.out), "status"), "exited", "mid's row, completed");
 	ASSERT_GE(series_points(db, "full-b"), 5, "full-b's series (0.6 s at 100 ms) came with it");
 	ASSERT_OK(integrity(db, ok, sizeof(ok)), "integrity_check ran");
 	ASSERT_STREQ(ok, "ok", "integrity_check");

@@ -203,8 +203,9 @@ static void handover(bool keep, int restarts)
 	ASSERT_EQ(json_len(tu_parse_json(r.out)), JOBS, "each task stored once");
 	for (int i = 0; i < JOBS; i++) {
 		tu_tp(&r, 30, "show", jobs[i].id, "--db", db, "--json", NULL);
-		ASSERT_EQ(tu_metric(tu_parse_json(r.out), "proc.execs"), 1 + 2 * EXECS,
-			  "stored with its execs");
+		CHECK(tu_metric(tu_parse_json(r.out), "proc.execs") == 1 + 2 * EXECS,
+		      "%s stored with its execs: %.300s %.300s", jobs[i].id, r.out ? r.out : "",
+		      r.err ? r.err : "");
 	}
 out:
 	leave_bpffs(d, fs);
@@ -283,6 +284,8 @@ TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
 	free(text);
 	tu_tp(&r, 30, "task", "end", "sized", NULL);
 	ASSERT_EQ(r.status, 1, "the task is not tracked");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), 1, "its row completed, not another made");
 	tu_tp(&r, 30, "show", "sized", "--db", db, "--json", NULL);
 	rec = tu_parse_json(r.out);
 	ASSERT_STREQ(json_str(rec, "status"), "interrupted", "stored as interrupted");
