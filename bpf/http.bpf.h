@@ -203,7 +203,8 @@ static __always_inline void parse_host(const char *b, __u32 n, char *host, __u8 
 }
 
 /* An outcome of count requests on conn (kind, status): one event. */
-static __noinline void http_emit(struct tp_http_conn *hc, __u8 kind, __u16 status, __u16 count)
+static __noinline void http_emit(struct tp_http_conn *hc, __u8 kind, __u16 status, __u16 count,
+				 __u8 flags)
 {
 	struct tp_http_event *e;
 	__u64 id;
@@ -227,7 +228,7 @@ static __noinline void http_emit(struct tp_http_conn *hc, __u8 kind, __u16 statu
 	e->kind = kind;
 	e->via = hc->via;
 	e->count = count;
-	e->flags = hc->host_cut ? TP_HTTP_HOST_CUT : 0;
+	e->flags = flags | (hc->host_cut ? TP_HTTP_HOST_CUT : 0);
 	e->pad = 0;
 	__builtin_memcpy(e->method, hc->method, sizeof(e->method));
 	__builtin_memcpy(e->host, hc->host, sizeof(e->host));
@@ -263,7 +264,7 @@ static __always_inline void http_request(const struct tp_http_key *key,
 	if (mlen < 0) {
 		if (!hc->h2) {
 			hc->h2 = 1;
-			http_emit(hc, TP_HTTP_H2, 0, 1);
+			http_emit(hc, TP_HTTP_H2, 0, 1, 0);
 		}
 		return;
 	}
@@ -284,10 +285,11 @@ static __always_inline void rsp_complete(struct tp_http_conn *hc)
 {
 	if (hc->pending && tp_slot_current(hc->slot, hc->gen)) {
 		hc->pending--;
-		http_emit(hc, TP_HTTP_RESPONSE, hc->status, 1);
+		http_emit(hc, TP_HTTP_RESPONSE, hc->status, 1, 0);
 	}
 	hc->state = RS_IDLE;
 	hc->match = 0;
+	hc->headers = 0;
 }
 
 /*
@@ -313,6 +315,8 @@ static __always_inline void rsp_headers_done(struct tp_http_conn *hc)
 		rsp_complete(hc);
 		return;
 	}
+	/* A final response's headers are whole: whatever befalls its body, this is its answer. */
+	hc->headers = 1;
 	if (hc->rflags & RF_CHUNKED) {
 		hc->left = 0;
 		hc->state = RS_CHUNK_SIZE;
@@ -595,10 +599,13 @@ static __always_inline void http_stream(struct tp_http_conn *hc, struct scan_buf
 
 /*
  * The connection ends (reset, closed, or the TLS session freed) with requests
- * waiting: a body cut short is truncated; a body read to the close is complete;
- * anything before the end of the headers, and every request behind it, is a reset.
+ * waiting. A response whose headers were whole is answered with its status: its body
+ * read to the close is complete, one that ended early is truncated, by the server, or
+ * (local: the client closed first) left unread, which cuts nothing. Anything before
+ * the end of the headers, and every request behind it, is a reset, or unanswered when
+ * the client closed first (it gave up waiting).
  */
-static __always_inline void http_conn_end(struct tp_http_conn *hc, bool reset)
+static __always_inline void http_conn_end(struct tp_http_conn *hc, bool reset, bool local)
 {
 	__u8 st = hc->state;
 
@@ -608,14 +615,15 @@ static __always_inline void http_conn_end(struct tp_http_conn *hc, bool reset)
 		rsp_complete(hc);
 	} else if (st == RS_TO_CLOSE || (st >= RS_BODY && st <= RS_TRAILER_SKIP)) {
 		hc->pending--;
-		http_emit(hc, TP_HTTP_TRUNCATED, hc->status, 1);
+		http_emit(hc, TP_HTTP_TRUNCATED, hc->status, 1, local ? TP_HTTP_BODY_UNREAD : 0);
 	}
 	if (hc->pending)
-		http_emit(hc, TP_HTTP_RESET, 0, (__u16)hc->pending);
+		http_emit(hc, local ? TP_HTTP_UNANSWERED : TP_HTTP_RESET, 0, (__u16)hc->pending, 0);
 out:
 	hc->pending = 0;
 	hc->state = RS_IDLE;
 	hc->match = 0;
+	hc->headers = 0;
 }
 
 /*

@@ -236,8 +236,10 @@ static __always_inline void connect_done(const struct sock *sk, struct tp_sock *
  * A plaintext connection leaves ESTABLISHED (the peer's FIN, a reset, our close):
  * every byte the server sent before has passed the ingress program, so requests
  * still waiting end here (truncated, reset, or complete for a body read to the close).
+ * Who ended it is the new state's: CLOSE_WAIT the server's FIN, a reset the error,
+ * FIN_WAIT1 (or CLOSE without an error: a close with data unread) the client's own.
  */
-static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock *ts)
+static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock *ts, int newstate)
 {
 	struct tp_http_key key = { .handle = bpf_get_socket_cookie((void *)sk) };
 	struct tp_http_conn *hc = bpf_map_lookup_elem(&http_conns, &key);
@@ -247,7 +249,7 @@ static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock
 		return;
 	if (reset && hc->pending)
 		NET_ADD(&ts->ep, http_resets, 1);
-	http_conn_end(hc, reset);
+	http_conn_end(hc, reset, !reset && (newstate == TCP_FIN_WAIT1 || newstate == TCP_CLOSE));
 	bpf_map_delete_elem(&http_conns, &key);
 }
 
@@ -271,7 +273,7 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int ne
 	}
 	charge_bytes(sk, ts);
 	if (oldstate == TCP_ESTABLISHED)
-		plain_http_end(sk, ts);
+		plain_http_end(sk, ts, newstate);
 	return 0;
 }
 
@@ -345,19 +347,26 @@ int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
 	struct tp_http_key key = {};
 	struct tp_sock *ts;
 
-	if (ret != -ECONNRESET)
+	if (ret != -ECONNRESET && ret != 0)
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	r = bpf_map_lookup_elem(&tls_reads, &id);
 	if (r) {
 		key = r->conn;
-	} else {
+	} else if (ret) {
 		key.handle = bpf_get_socket_cookie(sk);
+	} else {
+		return 0; /* a plaintext end of stream: its state change follows */
 	}
 	hc = bpf_map_lookup_elem(&http_conns, &key);
 	if (!hc || !hc->pending || !tp_slot_current(hc->slot, hc->gen))
 		return 0;
-	http_conn_end(hc, true);
+	if (!ret) {
+		/* Under a TLS read, the server's end of the stream: what is cut is its doing. */
+		hc->peer_end = 1;
+		return 0;
+	}
+	http_conn_end(hc, true, false);
 	ts = sock_of(sk);
 	if (ts)
 		NET_ADD(&ts->ep, http_resets, 1);

@@ -70,6 +70,9 @@ static __always_inline int tls_read_exit(__s64 ret)
 		n = (__u64)ret;
 	}
 	hc = bpf_map_lookup_elem(&http_conns, &r->conn);
+	/* SSL_read and gnutls_record_recv return 0 only at the end of the stream. */
+	if (hc && !r->nread_ptr && ret == 0)
+		hc->peer_end = 1;
 	sb = scan_buf(SCAN_UPROBE);
 	if (hc && sb && n && n < (1u << 30))
 		http_stream(hc, sb, false, (void *)r->buf, NULL, 0, (__u32)n);
@@ -86,7 +89,8 @@ static __always_inline int tls_free(void *handle)
 
 	if (!hc)
 		return 0;
-	http_conn_end(hc, false);
+	/* Freed before the server ended the stream: the client left what it did not read. */
+	http_conn_end(hc, false, !hc->peer_end);
 	bpf_map_delete_elem(&http_conns, &key);
 	return 0;
 }

@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 8
+#define TP_ABI_VERSION 9
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
@@ -234,16 +234,24 @@ struct tp_dns_event {
 #define TP_HTTP_METHOD_LEN 8
 
 enum tp_http_kind {
-	TP_HTTP_RESPONSE = 0,  /* a final response, whole (headers and body): its status */
-	TP_HTTP_RESET = 1,     /* reset or closed before the response's headers ended */
-	TP_HTTP_H2 = 2,	       /* an HTTP/2 connection preface: not decoded */
-	TP_HTTP_TRUNCATED = 3, /* headers whole (status), body cut short by a reset or close */
+	TP_HTTP_RESPONSE = 0, /* a final response, whole (headers and body): its status */
+	TP_HTTP_RESET = 1,    /* reset or closed before the response's headers ended */
+	TP_HTTP_H2 = 2,	      /* an HTTP/2 connection preface: not decoded */
+	/*
+	 * headers whole (status), the body not read to its end: cut short by the server
+	 * (a reset or close), or, with TP_HTTP_BODY_UNREAD, left by the client
+	 */
+	TP_HTTP_TRUNCATED = 3,
+	/* the client closed before any answer came (it gave up): no failure of the server's */
+	TP_HTTP_UNANSWERED = 4,
 };
 
 enum tp_http_via { TP_HTTP_PLAIN, TP_HTTP_OPENSSL, TP_HTTP_GNUTLS };
 
 /* The Host header was longer than host[]: host holds its end. */
 #define TP_HTTP_HOST_CUT 0x1
+/* TP_HTTP_TRUNCATED: the client closed before the body ended; the server cut nothing. */
+#define TP_HTTP_BODY_UNREAD 0x2
 
 /*
  * The outcome of count requests (count > 1 only for resets of pipelined requests).
@@ -287,7 +295,9 @@ struct tp_http_conn {
 	__u8 hdr;   /* the header being matched: 1 Content-Length, 2 Transfer-Encoding */
 	__u8 rflags;
 	__u8 host_cut; /* Host was longer than host[]: its end is kept */
-	__u8 pad[3];
+	__u8 peer_end; /* TLS: the server ended the stream (a read of 0): it cut what is cut */
+	__u8 headers;  /* the response's headers are whole: its status is its answer */
+	__u8 pad;
 	__u16 wpos; /* the window being walked: position and length (rsp_step) */
 	__u16 wlen;
 	__u32 pad2;

@@ -369,19 +369,26 @@ static void note_http(struct slot *s, const struct tp_http_event *e)
 	struct note n = { .t_ns = e->hdr.ts_ns, .kind = NOTE_HTTP_FAILURE, .pid = e->hdr.tgid };
 	char method[TP_HTTP_METHOD_LEN + 1], host[TP_HTTP_HOST_LEN + 1];
 
-	if (e->kind == TP_HTTP_H2 ||
+	if (e->kind == TP_HTTP_H2 || e->kind == TP_HTTP_UNANSWERED ||
 	    (e->kind == TP_HTTP_RESPONSE && e->status < 500 && e->status != 429))
 		return;
 	memcpy(method, e->method, TP_HTTP_METHOD_LEN);
 	method[TP_HTTP_METHOD_LEN] = '\0';
 	memcpy(host, e->host, TP_HTTP_HOST_LEN);
 	host[TP_HTTP_HOST_LEN] = '\0';
-	n.code = e->kind == TP_HTTP_RESPONSE ? e->status : 0;
-	if (e->kind == TP_HTTP_RESPONSE)
+	if (e->kind == TP_HTTP_TRUNCATED && e->status && e->status < 500 && e->status != 429 &&
+	    (e->flags & TP_HTTP_BODY_UNREAD))
+		return; /* answered, the rest left unread by the client: no failure */
+	n.code = e->kind == TP_HTTP_RESET ? 0 : e->status;
+	if (e->kind == TP_HTTP_RESPONSE || (e->kind == TP_HTTP_TRUNCATED && e->status >= 500) ||
+	    (e->kind == TP_HTTP_TRUNCATED && e->status == 429))
 		snprintf(n.detail, sizeof(n.detail), "%s %s: %u", method, host, e->status);
+	else if (e->kind == TP_HTTP_TRUNCATED)
+		snprintf(n.detail, sizeof(n.detail), "%s %s: %u, body cut short", method, host,
+			 e->status);
 	else
-		snprintf(n.detail, sizeof(n.detail), "%s %s: %s", method, host,
-			 e->kind == TP_HTTP_RESET ? "reset before the response" : "body cut short");
+		snprintf(n.detail, sizeof(n.detail), "%s %s: reset before the response", method,
+			 host);
 	notes__add(&s->notes, &n);
 }
 
@@ -1514,7 +1521,13 @@ static void add_unanswered(struct collector *c, __u32 slot, __u32 gen, struct ne
 			continue;
 		memcpy(host, hc.host, sizeof(host));
 		host[sizeof(host) - 1] = '\0';
-		net_figures_add_unanswered(nf, host, hc.host_cut, hc.pending);
+		/* Its headers came: answered, by its status (the client went, unread). */
+		if (hc.headers && hc.status) {
+			net_figures_add_answered(nf, host, hc.host_cut, hc.status);
+			hc.pending--;
+		}
+		if (hc.pending)
+			net_figures_add_unanswered(nf, host, hc.host_cut, hc.pending);
 	}
 }
 

@@ -165,6 +165,35 @@ void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool c
 	h->requests += count;
 }
 
+/*
+ * A response whose headers were whole: counted by its status, whatever befell its body.
+ * A body the server cut short (cut) is a failure of its own only when the status is not
+ * one: a request fails once.
+ */
+static void host_answered(struct http_host *h, __u16 status, bool cut)
+{
+	h->classes[status >= 100 && status < 600 ? status / 100 : 0]++;
+	if (status >= 500)
+		h->failures[HTTP_FAIL_5XX]++;
+	else if (status == 429)
+		h->failures[HTTP_FAIL_429]++;
+	else if (cut)
+		h->failures[HTTP_FAIL_TRUNCATED]++;
+}
+
+void net_figures_add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status)
+{
+	char name[NET_HOST_LEN];
+	struct http_host *h;
+
+	host_name(name, sizeof(name), host, cut);
+	h = host_get(&nf->hosts, &nf->nhosts, name);
+	if (!h)
+		return;
+	h->requests++;
+	host_answered(h, status, false);
+}
+
 void net_acc__http(struct net_acc *a, const struct tp_http_event *e)
 {
 	char raw[TP_HTTP_HOST_LEN], host[NET_HOST_LEN];
@@ -182,15 +211,16 @@ void net_acc__http(struct net_acc *a, const struct tp_http_event *e)
 	if (!h)
 		return;
 	h->requests += n;
-	if (e->kind == TP_HTTP_RESET || e->kind == TP_HTTP_TRUNCATED) {
+	if (e->kind == TP_HTTP_UNANSWERED) {
+		h->unanswered += n;
+		return;
+	}
+	if (e->kind == TP_HTTP_RESET || (e->kind == TP_HTTP_TRUNCATED && !e->status)) {
 		h->failures[e->kind == TP_HTTP_RESET ? HTTP_FAIL_RESET : HTTP_FAIL_TRUNCATED] += n;
 		return;
 	}
-	h->classes[e->status >= 100 && e->status < 600 ? e->status / 100 : 0]++;
-	if (e->status >= 500)
-		h->failures[HTTP_FAIL_5XX]++;
-	else if (e->status == 429)
-		h->failures[HTTP_FAIL_429]++;
+	host_answered(h, e->status,
+		      e->kind == TP_HTTP_TRUNCATED && !(e->flags & TP_HTTP_BODY_UNREAD));
 }
 
 void net_acc__fini(struct net_acc *a)
@@ -640,7 +670,7 @@ void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
 		fprintf(f, "             (%zu more hosts in the JSON record)\n",
 			nf->nhosts - TOP_HOSTS);
 	if (others)
-		fprintf(f, "             OTHER: 1xx and other statuses, resets, truncated, "
+		fprintf(f, "             OTHER: 1xx and other statuses, resets, "
 			   "unanswered\n");
 	if (nf->h2_connections)
 		fprintf(f, "             %llu HTTP/2 connections: their requests are not decoded\n",

@@ -21,7 +21,8 @@ enum http_failure {
 	HTTP_FAIL_REFUSED,
 	HTTP_FAIL_TIMEOUT,
 	HTTP_FAIL_RESET,     /* reset or closed before the response's headers ended */
-	HTTP_FAIL_TRUNCATED, /* headers whole, body cut short by a reset or close */
+	HTTP_FAIL_TRUNCATED, /* body cut short by the server (a status not itself a failure),
+			      * or, in records before, headers whole and no status counted */
 	HTTP_FAIL_KINDS,
 };
 
@@ -58,10 +59,11 @@ struct net_endpoint {
 #define NET_HOST_LEN (TP_HTTP_HOST_LEN + sizeof(NET_HOST_CUT_MARK))
 
 /*
- * One remote HTTP host. Every request sent has one outcome: a complete response (by
- * status class), a reset (failures[HTTP_FAIL_RESET]), a truncated response
- * (failures[HTTP_FAIL_TRUNCATED]), or none yet when the task ended (unanswered).
- * requests is their sum.
+ * One remote HTTP host. Every request sent has one outcome: a response whose headers
+ * were whole (by status class; its body cut short by the server adds
+ * failures[HTTP_FAIL_TRUNCATED] unless the status is a failure), a reset
+ * (failures[HTTP_FAIL_RESET]), or none yet when the task ended (unanswered). requests
+ * is their sum (older records also have truncated responses without a status).
  */
 struct http_host {
 	char host[NET_HOST_LEN];
@@ -98,6 +100,8 @@ struct net_acc {
 void net_acc__dns(struct net_acc *a, const struct tp_dns_event *e);
 /* count requests still waiting on host when the task's figures were read. */
 void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count);
+/* A request whose response's headers were whole when the task ended: by its status. */
+void net_figures_add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status);
 void net_acc__http(struct net_acc *a, const struct tp_http_event *e);
 void net_acc__fini(struct net_acc *a);
 

@@ -10,8 +10,9 @@ Each --serve ADDR:PORT:MODE starts one listener:
   cases / tcases  GET|PUT|HEAD /case/NAME: the scripted answers of CASES below (plaintext,
                 TLS), for the HTTP outcome tests. What each answer was (its final status
                 and how the connection ended) is appended to DIR/sent.log, one line a
-                response: "NAME STATUS complete|reset|truncated|upgrade". That file is
-                the tests' ground truth.
+                response: "NAME STATUS complete|reset|truncated|unread|upgrade" (unread:
+                the client closed before the body's end, which was not cut by the
+                server). That file is the tests' ground truth.
   dns           UDP: A records for the names of DIR/hosts (compressed, as servers
                 write them), no records for other types, NXDOMAIN for other names.
 Writes DIR/ready once every listener is bound.
@@ -119,6 +120,19 @@ def ok_head(status, extra=""):
     return ("HTTP/1.1 %d %s\r\n%s\r\n" % (status, REASONS.get(status, "Status"), extra)).encode()
 
 
+def until_eof(conn, limit=30.0):
+    """Reads until the client's end of the stream: True when it came within limit s."""
+    conn.settimeout(limit)
+    try:
+        while conn.recv(65536):
+            pass
+        return True
+    except (OSError, ssl.SSLError):
+        return True
+    finally:
+        conn.settimeout(None)
+
+
 def serve_cases(conn, log):
     """Returns True when the connection is to be reset rather than closed."""
     rd = Reader(conn)
@@ -137,6 +151,45 @@ def serve_cases(conn, log):
             rd.body(length)
             conn.sendall(ok_head(503, "Content-Length: 4\r\n") + b"503\n")
             log(name, 503, "complete")
+            return False
+        elif name in ("early503", "late503"):
+            # An upload answered before its body was whole: before any 100 Continue, or
+            # after one and part of the body. The answer is whole; the client stops.
+            if name == "late503":
+                conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                rd.body(min(length, 256 * 1024))
+            conn.sendall(ok_head(503, "Content-Length: 4\r\nConnection: close\r\n"))
+            time.sleep(0.02)
+            conn.sendall(b"503\n")
+            until_eof(conn)
+            log(name, 503, "complete")
+            return False
+        elif name in ("err500", "err429"):
+            # The headers, then the body only once the client has gone: a client that
+            # stops at the status (urllib on an error) leaves it unread, uncut.
+            status = 500 if name == "err500" else 429
+            conn.sendall(ok_head(status, "Content-Length: 4\r\n"))
+            until_eof(conn)
+            log(name, status, "unread")
+            return False
+        elif name == "stall":
+            # Headers and the start of a long body; the client is killed meanwhile.
+            conn.sendall(ok_head(200, "Content-Length: 1000000\r\n") + b"s" * 1024)
+            until_eof(conn)
+            log(name, 200, "unread")
+            return False
+        elif name == "stream":
+            # A chunked body without end, until the client stops reading (head -c).
+            conn.sendall(ok_head(200, "Transfer-Encoding: chunked\r\n"))
+            chunk = b"1000\r\n" + b"t" * 4096 + b"\r\n"
+            end = time.time() + 20
+            try:
+                while time.time() < end:
+                    conn.sendall(chunk)
+                    time.sleep(0.005)
+                log(name, 200, "complete")
+            except (OSError, ssl.SSLError):
+                log(name, 200, "unread")
             return False
         elif name == "early":
             rd.body(length)

@@ -129,6 +129,44 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	net_acc__fini(&acc);
 }
 
+/*
+ * A response whose headers were whole counts by its status however its body ended: cut
+ * by the server (a truncated count beside a status that is no failure itself), or left
+ * unread by the client (nothing more). Only a response with no status is truncated
+ * alone (records before). requests is the classes, resets and such truncated ones.
+ */
+TEST(TIER_UNIT, http_status_counts_however_the_body_ends)
+{
+	struct tp_http_event ev[] = { http("h", 200, TP_HTTP_TRUNCATED),
+				      http("h", 503, TP_HTTP_TRUNCATED),
+				      http("h", 500, TP_HTTP_TRUNCATED),
+				      http("h", 200, TP_HTTP_TRUNCATED),
+				      http("h", 0, TP_HTTP_TRUNCATED) };
+	struct net_acc acc = { 0 };
+	struct tp_net_stats st = { 0 };
+	struct http_ports ports;
+	struct net_figures nf;
+
+	ev[2].flags |= TP_HTTP_BODY_UNREAD; /* urllib on a 500: the body never read */
+	ev[3].flags |= TP_HTTP_BODY_UNREAD; /* head -c on a stream */
+	http_ports_default(&ports);
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+		net_acc__http(&acc, &ev[i]);
+	if (!ASSERT_OK(net_figures_build(&nf, &st, NULL, NULL, 0, &acc, &ports), "build"))
+		return;
+	ASSERT_EQ(nf.nhosts, 1, "one host");
+	ASSERT_EQ(nf.hosts[0].requests, 5, "requests");
+	ASSERT_EQ(nf.hosts[0].classes[2], 2, "2xx: cut and unread alike");
+	ASSERT_EQ(nf.hosts[0].classes[5], 2, "5xx: cut and unread alike");
+	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_5XX), 2, "both 5xx are failures");
+	ASSERT_EQ(
+		net_http_failures(&nf, HTTP_FAIL_TRUNCATED), 2,
+		"truncated: the cut 200 and the old record's, not the 5xx (a request fails once)");
+	ASSERT_EQ(net_http_failures(&nf, -1), 4, "failed requests");
+	net_figures_fini(&nf);
+	net_acc__fini(&acc);
+}
+
 TEST(TIER_UNIT, http_ports_parse_and_reject)
 {
 	struct http_ports p;
