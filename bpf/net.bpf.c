@@ -249,7 +249,9 @@ static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock
 		return;
 	if (reset && hc->pending)
 		NET_ADD(&ts->ep, http_resets, 1);
-	http_conn_end(hc, reset, !reset && (newstate == TCP_FIN_WAIT1 || newstate == TCP_CLOSE));
+	/* A timeout (ETIMEDOUT) or any error is no close of the client's own. */
+	http_conn_end(hc, reset,
+		      !sk->sk_err && (newstate == TCP_FIN_WAIT1 || newstate == TCP_CLOSE));
 	bpf_map_delete_elem(&http_conns, &key);
 }
 

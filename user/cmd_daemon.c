@@ -852,6 +852,14 @@ static void expire_orphans(struct loop *l, void *ctx, __u64 now)
 
 		if (!t->orphan || now < t->reattach_until_ns)
 			continue;
+		/*
+		 * Its command may still run (its client gone for good, or late): it is never
+		 * killed for that. The task ends once its cgroup is empty.
+		 */
+		if (cgroup_populated(t->s.cgroup) > 0) {
+			t->reattach_until_ns = now + 1000000000ULL;
+			continue;
+		}
 		t->orphan = false;
 		run_is_lost(t);
 	}
@@ -1218,7 +1226,7 @@ int cmd_daemon(int argc, char **argv)
 	struct handover_task *left = NULL;
 	char pinned[PATH_MAX];
 	bool adopted;
-	int nleft = 0;
+	int nleft = 0, held = -1;
 	struct api *api = NULL;
 	struct collector_opts copts = { 0 };
 	struct daemon d = { .lfd = -1, .sfd = -1 };
@@ -1272,9 +1280,17 @@ int cmd_daemon(int argc, char **argv)
 	     : getenv("TASKPROBE_DB") && *getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB")
 								 : d.cfg.db;
 	snprintf(d.db, sizeof(d.db), "%s", db);
+	/* One daemon a store: a second one must not take the tasks of a live one. */
+	if (!handover__dir(d.db, d.handover, sizeof(d.handover)) &&
+	    (held = handover__lock(d.handover)) == -EBUSY) {
+		tp_err("daemon: another daemon serves %s (it holds %s); stop it first", d.db,
+		       d.handover);
+		free(d.tasks);
+		free(d.config_text);
+		return 1;
+	}
 	/* The tasks a daemon before us left, to adopt with its pinned maps and links. */
-	if (handover__dir(d.db, d.handover, sizeof(d.handover)) ||
-	    handover__load(d.handover, &left, &nleft))
+	if (held < 0 || handover__load(d.handover, &left, &nleft))
 		d.handover[0] = '\0';
 	/* Another version's programs would go on writing what this one cannot read. */
 	for (int i = 0; i < nleft && !why; i++)
@@ -1375,6 +1391,8 @@ out:
 	collector__free(d.c);
 	handover__free(left, nleft);
 	free(left);
+	if (held >= 0)
+		close(held);
 	free(d.tasks);
 	free(d.config_text);
 	return err;

@@ -367,8 +367,10 @@ static pid_t spawn(char **argv, const char *cgroup, const char *memcg, const sig
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
 		pid = fork();
 		if (pid == 0) {
+			/* Not in the task's cgroup: the command runs all the same, unmeasured. */
 			if (tp_write_file(procs, "0"))
-				_exit(EXIT_TP_FAILED);
+				tp_err("warning: the command is not in its task's cgroup %s: %s",
+				       cgroup, strerror(errno));
 			child_exec(argv, mask, pipefd[1], out, memcg);
 		}
 	}
@@ -797,8 +799,9 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 	tp_catch(why, sizeof(why));
 	err = session__start(&st->s, st->c, *store, &st->loop);
 	tp_catch(NULL, 0);
-	if (err == -EEXIST || err == -ENOTDIR) {
-		tp_err("%s", why); /* the id is in use: the command line's to change */
+	/* The id in use is the command line's to change, unless a stuck daemon holds it. */
+	if ((err == -EEXIST || err == -ENOTDIR) && !st->nfaults) {
+		tp_err("%s", why);
 		return err;
 	}
 	if (err) {
@@ -958,6 +961,15 @@ static int run_task(struct run_opts *o)
 				   : st.s.cgroup,
 		       st.linked ? st.rl.memcg : st.s.memcg, &oldmask, &st.pidfd, &exec_err,
 		       &st.out);
+	/* Not into the task's cgroup (gone, refused): the command runs unmeasured. */
+	if (st.pid < 0 && !st.bare &&
+	    !run_fault(&st, "the command runs unmeasured, with no record",
+		       "the command could not be started in its task's cgroup (%s)",
+		       strerror(-st.pid))) {
+		st.bare = true;
+		st.linked = false;
+		st.pid = spawn(o->argv, NULL, "", &oldmask, &st.pidfd, &exec_err, &st.out);
+	}
 	output__started(&st.out);
 	if (st.pid < 0) {
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));

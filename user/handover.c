@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "handover.h"
@@ -73,6 +75,27 @@ int handover__save(const char *dir, const struct handover_task *t)
 	    sizeof(path))
 		return -ENAMETOOLONG;
 	return tp_write_whole(path, write_task, (void *)t);
+}
+
+int handover__lock(const char *dir)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	if ((size_t)snprintf(path, sizeof(path), "%s/.daemon.lock", dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 void handover__remove(const char *dir, int slot)

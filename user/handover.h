@@ -39,6 +39,11 @@ struct handover_task {
 
 /* DB.tasks: where the daemon of the store at db describes its tasks. */
 int handover__dir(const char *db, char *out, size_t len);
+/*
+ * The daemon of this store, held until it exits (an fd), or -EBUSY when another daemon
+ * holds it: that one's tasks are never to be adopted from under it.
+ */
+int handover__lock(const char *dir);
 /* t written whole (a temporary file renamed) as dir/SLOT.task; 0 or -errno. */
 int handover__save(const char *dir, const struct handover_task *t);
 void handover__remove(const char *dir, int slot);

@@ -33,10 +33,12 @@ int sampler__resume(struct sampler *s, __u64 now_ns)
 
 	s->last_ns = s->last_flush_ns = now_ns;
 	collector__read(s->c, s->slot, &s->last);
-	/* Blocks appended from here on sort after the ones stored before. */
-	s->seq = SAMPLER_RESUMED_SEQ;
 	if (!s->store)
 		return 0;
+	/* Blocks appended from here on sort after the ones stored before (by any daemon). */
+	s->seq = store__series_next(s->store, s->tid);
+	if (s->seq < 0)
+		s->seq = 0;
 	err = store__series(s->store, s->tid, &pts, &n, &damaged);
 	if (err) {
 		free(pts);

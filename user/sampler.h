@@ -42,8 +42,6 @@ void sampler__init(struct sampler *s, struct collector *c, int slot, const char 
  * are read back, and sampling goes on from now_ns (the gap has none).
  */
 int sampler__resume(struct sampler *s, __u64 now_ns);
-/* The first block number after a resume: above any a task stores (5 s each: 60 days). */
-#define SAMPLER_RESUMED_SEQ (1 << 20)
 /* Takes one sample at now_ns (CLOCK_MONOTONIC) and flushes when SAMPLER_FLUSH_MS passed. */
 int sampler__sample(struct sampler *s, __u64 now_ns);
 /* Writes the samples not yet stored as one block. */

@@ -769,7 +769,8 @@ int session__store(struct session *s)
 			store__retain(s->store, s->p.cfg->retain_days, s->p.cfg->max_db_mb);
 			return 0;
 		}
-		/* Its start's row stays, marked lost once our lock is gone, until the spool's. */
+		/* Its start's row stays, lost once our lock is let go, until the spool's. */
+		store__task_release(s->store, s->tid);
 		tp_err("warning: task '%s': the store failed at the task's end (%s); its record "
 		       "goes to the spool",
 		       s->p.id, why[0] ? why : strerror(-err));

@@ -291,8 +291,10 @@ static int store_file(struct store *st, int dfd, const char *name)
 	} else {
 		memset(&sp, 0, sizeof(sp));
 	}
-	if (!err && task_from_json(&rec, sp.rec_json))
+	if (!err && task_from_json(&rec, sp.rec_json)) {
+		task_record_fini(&rec);
 		err = -EINVAL;
+	}
 	if (!err) {
 		const struct json *h = json_get(sp.head, "host_labels");
 

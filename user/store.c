@@ -541,6 +541,7 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
 	char lock[PATH_MAX];
 	int err;
 
+	*tid = -1;
 	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
 	if (!err)
 		err = insert_task(s, t, host_labels, nhost, tid);
@@ -553,11 +554,14 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
 	if (!err)
 		err = run_stmt(s, "UPDATE tasks SET lock = ? WHERE tid = ?", "ti", lock,
 			       (long long)*tid);
-	if (err)
-		goto fail;
-	return exec(s, "COMMIT") ? db_error(s, "committing the task's start") : 0;
+	if (!err && exec(s, "COMMIT"))
+		err = db_error(s, "committing the task's start");
+	if (!err)
+		return 0;
 fail:
 	exec(s, "ROLLBACK");
+	/* Nothing of it stays: no row, and no lock (its tid may be given out again). */
+	drop_lock(s, *tid);
 	return err;
 }
 
@@ -582,10 +586,33 @@ int store__task_resume(struct store *s, __s64 tid)
 	if (err)
 		return err;
 	err = take_lock(s, tid, lock, sizeof(lock));
+	if (!err)
+		err = run_stmt(s, "UPDATE tasks SET status = 'running', lock = ? WHERE tid = ?",
+			       "ti", lock, (long long)tid);
 	if (err)
-		return err;
-	return run_stmt(s, "UPDATE tasks SET status = 'running', lock = ? WHERE tid = ?", "ti",
-			lock, (long long)tid);
+		drop_lock(s, tid);
+	return err;
+}
+
+int store__series_next(struct store *s, __s64 tid)
+{
+	sqlite3_stmt *st;
+	int next = 0;
+
+	if (s->fleet ||
+	    query_prepare(s, "SELECT COALESCE(MAX(seq) + 1, 0) FROM series WHERE task = ?", &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	if (query_step(s, st) == SQLITE_ROW)
+		next = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return next;
+}
+
+void store__task_release(struct store *s, __s64 tid)
+{
+	if (s && !s->fleet)
+		drop_lock(s, tid);
 }
 
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
@@ -810,7 +837,12 @@ int store__restore(struct store *s, const struct task_record *t, const struct la
 		err = write_end(s, tid, t);
 	if (err)
 		goto fail;
-	return exec(s, "COMMIT") ? db_error(s, "committing a spooled task") : 0;
+	if (exec(s, "COMMIT")) {
+		err = db_error(s, "committing a spooled task");
+		goto fail;
+	}
+	drop_lock(s, tid); /* this process's, when it spooled the task itself */
+	return 0;
 fail:
 	exec(s, "ROLLBACK");
 	return err;

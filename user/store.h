@@ -51,6 +51,10 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
  * it ended.
  */
 int store__task_resume(struct store *s, __s64 tid);
+/* The task's liveness lock let go, its row left as it is (lost, for the spool to complete). */
+void store__task_release(struct store *s, __s64 tid);
+/* The block number after the task's last stored one (0: none), or -errno. */
+int store__series_next(struct store *s, __s64 tid);
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
 			 size_t points);
 /* Replaces all of a task's series blocks with one (compaction at the task's end). */

@@ -52,16 +52,31 @@ static void escape_line(char *out, size_t len, const char *in)
 	out[o] = '\0';
 }
 
-/* tp_catch's buffer on this thread, or NULL: lines go to stderr. */
+/* tp_catch's buffer on this thread, or NULL: lines go to stderr. Catches nest. */
+#define CATCH_DEPTH 4
 static __thread char *caught;
 static __thread size_t caught_len;
+static __thread struct {
+	char *buf;
+	size_t len;
+} outer[CATCH_DEPTH];
+static __thread int depth;
 
 void tp_catch(char *buf, size_t len)
 {
-	caught = buf && len ? buf : NULL;
-	caught_len = len;
-	if (caught)
+	if (buf && len) {
+		if (depth < CATCH_DEPTH)
+			outer[depth++] = (typeof(outer[0])){ caught, caught_len };
+		caught = buf;
+		caught_len = len;
 		caught[0] = '\0';
+	} else if (depth > 0) {
+		depth--;
+		caught = outer[depth].buf;
+		caught_len = outer[depth].len;
+	} else {
+		caught = NULL;
+	}
 }
 
 static void say(char *msg, size_t len, const char *fmt, va_list ap)

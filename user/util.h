@@ -25,7 +25,8 @@ extern int tp_json_errors;
 void tp_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * From now on this thread's tp_err and tp_note lines are kept, the first one in buf
- * (without the "taskprobe: " prefix), not printed; tp_catch(NULL, 0) prints again.
+ * (without the "taskprobe: " prefix), not printed; tp_catch(NULL, 0) ends it, back to
+ * the catch around it (they nest), or to printing.
  * For a fault the caller says once, in its own words, as one line.
  */
 void tp_catch(char *buf, size_t len);

@@ -88,6 +88,25 @@ static pid_t start_worker(struct job *j, const char *go)
 	return pid;
 }
 
+/* sh -c '/bin/true' in cgroup cg (2 execs), waited: its exit status. */
+static int run_in_cgroup(const char *cg)
+{
+	char procs[4200];
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		if (tp_write_file(procs, "0"))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", "/bin/true", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static bool all_ready(struct job *jobs)
 {
 	for (int i = 0; i < 1000; i++) {
@@ -294,6 +313,43 @@ TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
 	faults = json_get(json_get(rec, "collector"), "faults");
 	CHECK(json_len(faults) == 1 && strstr(json_at(faults, 0)->str, "could not take"),
 	      "the reason is noted");
+out:
+	leave_bpffs(d, fs);
+}
+
+/*
+ * A second daemon started on the store of a live one refuses in one line (exit 1), and
+ * takes nothing of the live one's: its task, started before, still ends with its count.
+ */
+TEST(TIER_E2E, a_second_daemon_on_a_live_ones_store_refuses)
+{
+	const char *fs = tu_tmp("bpffs"), *json = tu_tmp("w.json");
+	char db[4200], sock[4200], sock2[4200], pins[4200], cg[4096];
+	struct tu_result r;
+	pid_t d;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
+	snprintf(sock2, sizeof(sock2), "--socket=%s", tu_tmp("second.sock"));
+	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
+	if (!own_bpffs(fs, pins) || !ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
+		return;
+	d = start_daemon(db, sock, false);
+	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
+		goto out;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	tu_tp(&r, 30, "task", "start", "kept", "--cgroup", cg, NULL);
+	ASSERT_EQ(r.status, 0, "task start");
+	tu_tp(&r, 30, "daemon", "--db", db, sock2, "--listen=off", NULL);
+	ASSERT_EQ(r.status, 1, "the second daemon refuses");
+	CHECK(r.err && strstr(r.err, "another daemon serves") &&
+		      strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+	      "in one line: %s", r.err ? r.err : "");
+	ASSERT_EQ(run_in_cgroup(cg), 0, "the workload, after the refusal");
+	tu_tp(&r, 30, "task", "end", "kept", "--quiet", "--json", json, NULL);
+	ASSERT_EQ(r.status, 0, "task end on the first daemon");
+	ASSERT_EQ(tu_metric(tu_load_json(json), "proc.execs"), 2, "its execs, still counted");
 out:
 	leave_bpffs(d, fs);
 }
