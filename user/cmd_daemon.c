@@ -1283,8 +1283,9 @@ int cmd_daemon(int argc, char **argv)
 	/* One daemon a store: a second one must not take the tasks of a live one. */
 	if (!handover__dir(d.db, d.handover, sizeof(d.handover)) &&
 	    (held = handover__lock(d.handover)) == -EBUSY) {
-		tp_err("daemon: another daemon serves %s (it holds %s); stop it first", d.db,
-		       d.handover);
+		tp_err("daemon: a daemon is running already on the store %s (it holds %s); stop "
+		       "it first",
+		       d.db, d.handover);
 		free(d.tasks);
 		free(d.config_text);
 		return 1;

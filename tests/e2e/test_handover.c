@@ -343,7 +343,7 @@ TEST(TIER_E2E, a_second_daemon_on_a_live_ones_store_refuses)
 	ASSERT_EQ(r.status, 0, "task start");
 	tu_tp(&r, 30, "daemon", "--db", db, sock2, "--listen=off", NULL);
 	ASSERT_EQ(r.status, 1, "the second daemon refuses");
-	CHECK(r.err && strstr(r.err, "another daemon serves") &&
+	CHECK(r.err && strstr(r.err, "a daemon is running already on the store") &&
 		      strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
 	      "in one line: %s", r.err ? r.err : "");
 	ASSERT_EQ(run_in_cgroup(cg), 0, "the workload, after the refusal");
