@@ -152,13 +152,19 @@ static void host_name(char *buf, size_t len, const char *host, bool cut)
 	snprintf(buf, len, "%s%.*s", cut ? NET_HOST_CUT_MARK : "", TP_HTTP_HOST_LEN - 1, host);
 }
 
-void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count)
+/* The row of a host as the BPF side named it (cut: its end only), made when new. */
+static struct http_host *host_of(struct net_figures *nf, const char *host, bool cut)
 {
 	char name[NET_HOST_LEN];
-	struct http_host *h;
 
 	host_name(name, sizeof(name), host, cut);
-	h = host_get(&nf->hosts, &nf->nhosts, name);
+	return host_get(&nf->hosts, &nf->nhosts, name);
+}
+
+void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count)
+{
+	struct http_host *h = host_of(nf, host, cut);
+
 	if (!h)
 		return;
 	h->unanswered += count;
@@ -183,11 +189,8 @@ static void host_answered(struct http_host *h, __u16 status, bool cut)
 
 void net_figures_add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status)
 {
-	char name[NET_HOST_LEN];
-	struct http_host *h;
+	struct http_host *h = host_of(nf, host, cut);
 
-	host_name(name, sizeof(name), host, cut);
-	h = host_get(&nf->hosts, &nf->nhosts, name);
 	if (!h)
 		return;
 	h->requests++;
