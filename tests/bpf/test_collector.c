@@ -241,10 +241,16 @@ out:
 	collector__free(fx.c);
 }
 
+/* Stores its context switches so far, now that it is in the cgroup, then sleeps. */
 static int sleep_driver(void *arg)
 {
 	struct timespec ts = { 0, 1000000 };
+	long *joined = arg;
+	struct rusage ru;
 
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 1;
+	*joined = ru.ru_nvcsw + ru.ru_nivcsw;
 	for (int i = 0; i < 200; i++)
 		nanosleep(&ts, NULL);
 	return 0;
@@ -256,28 +262,39 @@ TEST(TIER_BPF, runq_latency_histogram)
 	struct task_figures f;
 	struct rusage ru;
 	__u64 total = 0;
-	long switches;
+	long switches, *joined;
 
+	joined = mmap(NULL, sizeof(*joined), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		      0);
+	ASSERT_TRUE(joined != MAP_FAILED, "shared page");
+	if (joined == MAP_FAILED)
+		return;
+	*joined = -1;
 	/* The histogram is the one figure with a program per switch: asked for. */
 	if (!fixture_open_collecting(&fx, 0, COLLECT_ALL))
 		goto out;
-	ASSERT_EQ(wait_driver(start_driver(fx.cg, sleep_driver, NULL), &ru), 0, "driver");
+	ASSERT_EQ(wait_driver(start_driver(fx.cg, sleep_driver, joined), &ru), 0, "driver");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
 	for (int i = 0; i < TP_HIST_SLOTS; i++)
 		total += f.runq.slots[i];
 	/*
 	 * Every context switch of the driver (voluntary: a sleep, then a wakeup;
 	 * involuntary: a preemption) is followed by one wait for the CPU. A timer that
-	 * fires before the sleeper left the CPU needs no switch and no wait. The few
-	 * switches before the driver joined the cgroup (the move itself may sleep) are
-	 * not the task's.
+	 * fires before the sleeper left the CPU needs no switch and no wait. The
+	 * switches before the driver joined the cgroup (the move itself sleeps, on
+	 * the cgroup's locks, as often as the host makes it) are not the task's: the
+	 * driver noted its count once in. Between the attach tracepoint and that note
+	 * it can still sleep while the write of cgroup.procs returns, and on an idle
+	 * host a few switch-ins carry no queueing stamp from the scheduler: 0 to 3
+	 * fewer waits than switches were seen in 55 runs, idle and loaded; 5 is allowed.
 	 */
 	switches = ru.ru_nvcsw + ru.ru_nivcsw;
-	printf("    runq waits %llu, driver context switches %ld\n",
-	       (unsigned long long)f.runq.count, switches);
+	printf("    runq waits %llu, driver context switches %ld (%ld of them before it was in)\n",
+	       (unsigned long long)f.runq.count, switches, *joined);
+	ASSERT_TRUE(*joined >= 0, "the driver noted its switches");
 	ASSERT_GE(f.runq.count, 180, "run-queue waits after 200 sleeps");
 	ASSERT_LE(f.runq.count, switches, "waits vs the driver's context switches");
-	ASSERT_GE(f.runq.count + 5, switches, "context switches vs waits");
+	ASSERT_GE(f.runq.count + 5, switches - *joined, "context switches once in vs waits");
 	ASSERT_EQ(total, f.runq.count, "histogram slots sum to the count");
 	ASSERT_GE(f.runq.sum, f.runq.count, "latencies are at least 1 ns each");
 	/*
@@ -288,6 +305,7 @@ TEST(TIER_BPF, runq_latency_histogram)
 		  "the wait total holds each wait");
 out:
 	collector__free(fx.c);
+	munmap(joined, sizeof(*joined));
 }
 
 struct wait_truth {
