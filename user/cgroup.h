@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <linux/types.h>
 
+#include "figures.h"
+
 /*
  * Where the cgroup2 hierarchy is, from /proc/self/mountinfo; in a mount namespace
  * without it (`ip netns exec`), a mount of our own reached as /proc/self/fd/N.
@@ -44,11 +46,6 @@ int cgroup_v1_memory_make(const char *id, char *path, size_t len);
 /* Removes the task's cgroup, its descendants first, then ROOT/taskprobe when empty. */
 int cgroup_remove_task(const char *path);
 
-struct cg_cpu_stat {
-	__u64 usage_us;
-	__u64 user_us;
-	__u64 system_us;
-};
 int cgroup_read_cpu_stat(const char *path, struct cg_cpu_stat *st);
 /* A file holding one number (memory.peak); -ENOENT where the controller is off. */
 int cgroup_read_u64(const char *path, const char *file, __u64 *v);

@@ -36,9 +36,10 @@
 #include "output.h"
 #include "rules.h"
 #include "session.h"
-#include "spool.h"
 #include "ship.h"
+#include "spool.h"
 #include "store.h"
+#include "task_json.h"
 #include "util.h"
 
 const char daemon_usage[] =

@@ -13,10 +13,12 @@
 #include "commands.h"
 #include "fxprofile.h"
 #include "json.h"
+#include "perfherder.h"
 #include "query.h"
 #include "series.h"
 #include "store.h"
 #include "task.h"
+#include "task_json.h"
 #include "util.h"
 
 const char export_usage[] =

@@ -11,6 +11,8 @@
 #include "query.h"
 #include "series.h"
 #include "store.h"
+#include "summary.h"
+#include "task_json.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "collect.h"
 #include "commands.h"
 #include "config.h"
@@ -26,12 +27,15 @@
 #include "json.h"
 #include "loop.h"
 #include "output.h"
+#include "perfherder.h"
 #include "report.h"
 #include "runlink.h"
 #include "session.h"
 #include "ship.h"
 #include "spool.h"
 #include "store.h"
+#include "summary.h"
+#include "task_json.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL

@@ -11,7 +11,9 @@
 #include "control.h"
 #include "hostinfo.h"
 #include "json.h"
+#include "summary.h"
 #include "task.h"
+#include "task_json.h"
 #include "util.h"
 
 const char task_usage[] =

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
-#include "collector.h"
+#include "hist.h"
 #include "json.h"
 #include "usermetrics.h"
 

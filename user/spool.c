@@ -14,6 +14,7 @@
 #include "json.h"
 #include "spool.h"
 #include "store.h"
+#include "task_json.h"
 #include "util.h"
 
 /* A spool file is read whole: a record with a day of 1 s series is far below this. */

@@ -18,6 +18,7 @@
 #include "pgstore.h"
 #include "sink.h"
 #include "store.h"
+#include "task_json.h"
 #include "util.h"
 
 struct store {

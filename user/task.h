@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A finished task's record: its identity, its figures, and how it is printed and saved. */
+/* A task's record: its identity, its figures, how it ended; printed by summary.h, as JSON by task_json.h. */
 #ifndef TP_TASK_H
 #define TP_TASK_H
 
@@ -7,8 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "cgroup.h"
-#include "collector.h"
+#include "figures.h"
 #include "json.h"
 #include "net.h"
 #include "notes.h"
@@ -113,25 +112,5 @@ int task_exit_status(const struct task_record *t);
 /* Copies and sorts the program table into t (owned by t; free with task_record_fini). */
 int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n);
 void task_record_fini(struct task_record *t);
-
-/*
- * Rebuilds a record from its JSON (as stored): strings point into j, which must
- * outlive t; t->argv is allocated (free with task_record_fini).
- */
-int task_from_json(struct task_record *t, const struct json *j);
-
-/*
- * One "PERFHERDER_DATA: {...}" line (Treeherder's schema, framework
- * job_resource_usage): a suite for the task and one per phase.
- */
-void task_print_perfherder(FILE *f, const struct task_record *t);
-/* The same data alone (no prefix, no newline): a perfherder-data.json file's. */
-void task_write_perfherder(FILE *f, const struct task_record *t);
-
-/* The human summary, at most 80 columns wide. */
-void task_print_summary(FILE *f, const struct task_record *t);
-void task_write_json(struct jw *w, const struct task_record *t);
-/* Writes the JSON record to path atomically (a temporary file renamed into place). */
-int task_save_json(const char *path, const struct task_record *t);
 
 #endif /* TP_TASK_H */

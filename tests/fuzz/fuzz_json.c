@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "json.h"
+#include "summary.h"
 #include "task.h"
+#include "task_json.h"
 
 static void write_value(struct jw *w, const struct json *j)
 {

@@ -12,8 +12,10 @@
 #include "metrics.h"
 #include "phases.h"
 #include "rules.h"
+#include "summary.h"
 #include "usermetrics.h"
 #include "task.h"
+#include "task_json.h"
 #include "testutil.h"
 
 /* The BPF side's bucketing, compiled here as plain C (glibc defines __always_inline). */
