@@ -14,6 +14,7 @@
 
 #include "json.h"
 #include "pgstore.h"
+#include "sink.h"
 #include "util.h"
 
 /* Parameters in text form: up to 8, numbers formatted into bufs. */
@@ -184,9 +185,9 @@ static int host_pattern(struct sink *k, const char *glob, char *pat, size_t len,
 	return -EINVAL;
 }
 
-int pgstore__list(struct sink *k, const struct store_filter *f, long limit, store_task_fn fn,
-		  void *ctx)
+static int pg_list(void *be, const struct store_filter *f, long limit, store_task_fn fn, void *ctx)
 {
+	struct sink *k = be;
 	char sql[1024], *labels;
 	struct params p = { 0 };
 	PGresult *r;
@@ -235,8 +236,9 @@ int pgstore__list(struct sink *k, const struct store_filter *f, long limit, stor
 	return 0;
 }
 
-int pgstore__find(struct sink *k, const char *id, const char *host, struct store_task *t)
+static int pg_find(void *be, const char *id, const char *host, struct store_task *t)
 {
+	struct sink *k = be;
 	const char *op = "LIKE";
 	struct params p = { 0 };
 	char sql[512], pat[520];
@@ -293,8 +295,9 @@ static void parse_slots(const char *s, __u64 *slots, int n)
 	}
 }
 
-int pgstore__histograms(struct sink *k, __s64 tid, const char *name, store_hist_fn fn, void *ctx)
+static int pg_histograms(void *be, __s64 tid, const char *name, store_hist_fn fn, void *ctx)
 {
+	struct sink *k = be;
 	struct params p = { 0 };
 	PGresult *r;
 
@@ -319,8 +322,9 @@ int pgstore__histograms(struct sink *k, __s64 tid, const char *name, store_hist_
 	return 0;
 }
 
-int pgstore__series(struct sink *k, __s64 tid, struct series_point **pts, size_t *n, int *damaged)
+static int pg_series(void *be, __s64 tid, struct series_point **pts, size_t *n, int *damaged)
 {
+	struct sink *k = be;
 	struct params p = { 0 };
 	PGresult *r;
 
@@ -337,8 +341,9 @@ int pgstore__series(struct sink *k, __s64 tid, struct series_point **pts, size_t
 	return 0;
 }
 
-int pgstore__labels(struct sink *k, __s64 tid, store_label_fn fn, void *ctx)
+static int pg_labels(void *be, __s64 tid, store_label_fn fn, void *ctx)
 {
+	struct sink *k = be;
 	struct params p = { 0 };
 	PGresult *r;
 
@@ -356,8 +361,9 @@ int pgstore__labels(struct sink *k, __s64 tid, store_label_fn fn, void *ctx)
 	return 0;
 }
 
-int pgstore__has_metric(struct sink *k, const char *metric)
+static int pg_has_metric(void *be, const char *metric)
 {
+	struct sink *k = be;
 	struct params p = { 0 };
 	PGresult *r;
 	int has;
@@ -371,10 +377,11 @@ int pgstore__has_metric(struct sink *k, const char *metric)
 	return has;
 }
 
-int pgstore__count(struct sink *k, const char *metric, const struct store_filter *f, const char *by,
-		   const char *host, store_count_fn fn, void *ctx)
+static int pg_count(void *be, const char *metric, const struct store_filter *f, const char *by,
+		    const char *host, store_count_fn fn, void *ctx)
 {
-	bool remote = host && store__remote_metric(metric);
+	struct sink *k = be;
+	bool remote = host && store_remote_metric(metric);
 	bool join = by || f->nlabels || (host && !remote);
 	char sql[2048], pat[520], names[530], *labels;
 	const char *op = "LIKE";
@@ -444,3 +451,43 @@ int pgstore__count(struct sink *k, const char *metric, const struct store_filter
 	PQclear(r);
 	return 0;
 }
+
+static void pg_close(void *be)
+{
+	sink_close(be);
+	free(be);
+}
+
+void *pgstore_open(const char *conninfo, const char *passfile, char *name, size_t len)
+{
+	struct sink *k = calloc(1, sizeof(*k));
+
+	if (!k) {
+		tp_err("out of memory");
+		return NULL;
+	}
+	if (sink_open(k, conninfo, passfile, false, 60)) {
+		if (k->name[0])
+			tp_err("fleet %s: %s", k->name, k->err);
+		else
+			tp_err("--db: %s", k->err);
+		pg_close(k);
+		return NULL;
+	}
+	snprintf(name, len, "%s", k->name);
+	return k;
+}
+
+/* The fleet answers the queries a worker's store does, but totals and statuses. */
+const struct store_ops pgstore_ops = {
+	.name = "fleet",
+	.read_only = true,
+	.close = pg_close,
+	.list = pg_list,
+	.find = pg_find,
+	.histograms = pg_histograms,
+	.series = pg_series,
+	.labels = pg_labels,
+	.has_metric = pg_has_metric,
+	.count = pg_count,
+};

@@ -31,11 +31,14 @@ struct store {
 		int fd;
 	} * locks;
 	size_t nlocks, cap_locks;
-	gid_t gid;	    /* the group that may read it, or -1 */
-	mode_t mode;	    /* of its files: 0600, or 0640 with a group */
-	bool outbox;	    /* a sink is configured: ended tasks wait for the shipper */
-	struct sink *fleet; /* a fleet PostgreSQL instead (queries only), or NULL */
+	gid_t gid;		     /* the group that may read it, or -1 */
+	mode_t mode;		     /* of its files: 0600, or 0640 with a group */
+	bool outbox;		     /* a sink is configured: ended tasks wait for the shipper */
+	const struct store_ops *ops; /* SQLite's, or a fleet PostgreSQL's (queries only) */
+	void *be;		     /* the backend's state: this store for SQLite */
 };
+
+static const struct store_ops sqlite_ops;
 
 /* Each entry moves the schema one version forward; never edit a shipped one. */
 static const char *const migrations[STORE_SCHEMA] = {
@@ -218,6 +221,11 @@ static int secure_files(const struct store *s)
 static struct store *open_at(const char *path, bool create, gid_t gid, int target)
 {
 	struct store *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->ops = &sqlite_ops;
+		s->be = s;
+	}
 	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), v = 0, err;
 	bool writer = true;
 
@@ -318,26 +326,22 @@ struct store *store__open_fleet(const char *conninfo, const char *passfile)
 {
 	struct store *s = calloc(1, sizeof(*s));
 
-	if (!s || !(s->fleet = calloc(1, sizeof(*s->fleet)))) {
-		free(s);
+	if (!s) {
 		tp_err("out of memory");
 		return NULL;
 	}
-	if (sink_open(s->fleet, conninfo, passfile, false, 60)) {
-		if (s->fleet->name[0])
-			tp_err("fleet %s: %s", s->fleet->name, s->fleet->err);
-		else
-			tp_err("--db: %s", s->fleet->err);
-		store__close(s);
+	s->ops = &pgstore_ops;
+	s->be = pgstore_open(conninfo, passfile, s->path, sizeof(s->path));
+	if (!s->be) {
+		free(s);
 		return NULL;
 	}
-	snprintf(s->path, sizeof(s->path), "%s", s->fleet->name);
 	return s;
 }
 
 bool store__is_fleet(const struct store *s)
 {
-	return s->fleet != NULL;
+	return s->ops->read_only;
 }
 
 void store__set_outbox(struct store *s, bool on)
@@ -362,10 +366,8 @@ void store__close(struct store *s)
 	for (size_t i = 0; i < s->nlocks; i++)
 		close(s->locks[i].fd);
 	free(s->locks);
-	if (s->fleet) {
-		sink_close(s->fleet);
-		free(s->fleet);
-	}
+	if (s->ops && s->ops->close)
+		s->ops->close(s->be);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -572,7 +574,7 @@ int store__task_resume(struct store *s, __s64 tid)
 	sqlite3_stmt *st;
 	int err, step;
 
-	if (s->fleet)
+	if (s->ops->read_only)
 		return -EOPNOTSUPP;
 	if (query_prepare(s, "SELECT status FROM tasks WHERE tid = ?", &st))
 		return -EIO;
@@ -600,7 +602,7 @@ int store__series_next(struct store *s, __s64 tid)
 	sqlite3_stmt *st;
 	int next = 0;
 
-	if (s->fleet ||
+	if (s->ops->read_only ||
 	    query_prepare(s, "SELECT COALESCE(MAX(seq) + 1, 0) FROM series WHERE task = ?", &st))
 		return -EIO;
 	sqlite3_bind_int64(st, 1, tid);
@@ -612,7 +614,7 @@ int store__series_next(struct store *s, __s64 tid)
 
 void store__task_release(struct store *s, __s64 tid)
 {
-	if (s && !s->fleet)
+	if (s && !s->ops->read_only)
 		drop_lock(s, tid);
 }
 
@@ -796,7 +798,7 @@ int store__restore(struct store *s, const struct task_record *t, const struct la
 	__s64 tid = -1;
 	int err, step;
 
-	if (s->fleet)
+	if (s->ops->read_only)
 		return -EOPNOTSUPP;
 	err = exec(s, "BEGIN IMMEDIATE") ? db_error(s, "starting a transaction") : 0;
 	if (err)
@@ -996,15 +998,13 @@ static int list_row(sqlite3_stmt *st, void *ctx)
 	return --lc->left <= 0;
 }
 
-int store__list(struct store *s, const struct store_filter *f, long limit, store_task_fn fn,
-		void *ctx)
+static int sqlite_list(void *be, const struct store_filter *f, long limit, store_task_fn fn,
+		       void *ctx)
 {
+	struct store *s = be;
 	struct list_ctx lc = { f, limit, fn, ctx };
 	sqlite3_stmt *st;
 	char sql[4096];
-	if (s->fleet)
-		return pgstore__list(s->fleet, f, limit, fn, ctx);
-
 	snprintf(sql, sizeof(sql),
 		 "SELECT t.id, t.status, t.lock, t.start_ns, t.wall_ns, t.exit_status, t.command,"
 		 " (SELECT value FROM metrics WHERE task = t.tid AND name = 'cpu.time_ns'),"
@@ -1021,13 +1021,11 @@ int store__list(struct store *s, const struct store_filter *f, long limit, store
 	return each_row(s, st, list_row, &lc);
 }
 
-int store__find(struct store *s, const char *id, const char *host, struct store_task *t)
+static int sqlite_find(void *be, const char *id, const char *host, struct store_task *t)
 {
+	struct store *s = be;
 	sqlite3_stmt *st;
 	int err = -ENOENT;
-	if (s->fleet)
-		return pgstore__find(s->fleet, id, host, t);
-
 	memset(t, 0, sizeof(*t));
 	if (query_prepare(
 		    s,
@@ -1084,13 +1082,11 @@ static int hist_row(sqlite3_stmt *st, void *ctx)
 	return hc->fn(hc->ctx, &r);
 }
 
-int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_fn fn, void *ctx)
+static int sqlite_histograms(void *be, __s64 tid, const char *name, store_hist_fn fn, void *ctx)
 {
+	struct store *s = be;
 	struct hist_ctx hc = { fn, ctx };
 	sqlite3_stmt *st;
-	if (s->fleet)
-		return pgstore__histograms(s->fleet, tid, name, fn, ctx);
-
 	if (query_prepare(s,
 			  "SELECT name, unit, count, sum, slots FROM histograms WHERE task = ? AND "
 			  "(? IS NULL OR name = ?) ORDER BY name",
@@ -1118,13 +1114,11 @@ static int series_row(sqlite3_stmt *st, void *ctx)
 	return 0;
 }
 
-int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t *n, int *damaged)
+static int sqlite_series(void *be, __s64 tid, struct series_point **pts, size_t *n, int *damaged)
 {
+	struct store *s = be;
 	struct series_ctx sc = { pts, n, damaged };
 	sqlite3_stmt *st;
-	if (s->fleet)
-		return pgstore__series(s->fleet, tid, pts, n, damaged);
-
 	*damaged = 0;
 	if (query_prepare(s, "SELECT data FROM series WHERE task = ? ORDER BY seq", &st))
 		return -EIO;
@@ -1132,13 +1126,11 @@ int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t 
 	return each_row(s, st, series_row, &sc);
 }
 
-int store__has_metric(struct store *s, const char *metric)
+static int sqlite_has_metric(void *be, const char *metric)
 {
+	struct store *s = be;
 	sqlite3_stmt *st;
 	int rc;
-	if (s->fleet)
-		return pgstore__has_metric(s->fleet, metric);
-
 	if (query_prepare(s, "SELECT 1 FROM metrics WHERE name = ? LIMIT 1", &st))
 		return -EIO;
 	sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
@@ -1147,7 +1139,7 @@ int store__has_metric(struct store *s, const char *metric)
 	return rc < 0 ? rc : rc == SQLITE_ROW;
 }
 
-bool store__remote_metric(const char *m)
+bool store_remote_metric(const char *m)
 {
 	return !strncmp(m, "http.", 5) || !strncmp(m, "net.tcp.", 8) ||
 	       !strcmp(m, "net.tx_bytes") || !strcmp(m, "net.rx_bytes");
@@ -1170,17 +1162,15 @@ static int count_row(sqlite3_stmt *st, void *ctx)
 	return cc->fn(cc->ctx, &r);
 }
 
-int store__count(struct store *s, const char *metric, const struct store_filter *f, const char *by,
-		 const char *host, store_count_fn fn, void *ctx)
+static int sqlite_count(void *be, const char *metric, const struct store_filter *f, const char *by,
+			const char *host, store_count_fn fn, void *ctx)
 {
-	bool remote = host && store__remote_metric(metric);
+	struct store *s = be;
+	bool remote = host && store_remote_metric(metric);
 	struct count_ctx cc = { fn, ctx };
 	sqlite3_stmt *st;
 	char sql[4096];
 	int i;
-	if (s->fleet)
-		return pgstore__count(s->fleet, metric, f, by, host, fn, ctx);
-
 	/*
 	 * By remote host: the task's rows for matching hosts, summed per task first so
 	 * that TASKS counts tasks. An endpoint's names are comma-separated.
@@ -1237,8 +1227,9 @@ static int total_row(sqlite3_stmt *st, void *ctx)
 	return tc->fn(tc->ctx, &r);
 }
 
-int store__totals(struct store *s, const char *label, store_total_fn fn, void *ctx)
+static int sqlite_totals(void *be, const char *label, store_total_fn fn, void *ctx)
 {
+	struct store *s = be;
 	struct total_ctx tc = { fn, ctx };
 	sqlite3_stmt *st;
 
@@ -1269,13 +1260,11 @@ static int label_row(sqlite3_stmt *st, void *ctx)
 		      (const char *)sqlite3_column_text(st, 1));
 }
 
-int store__labels(struct store *s, __s64 tid, store_label_fn fn, void *ctx)
+static int sqlite_labels(void *be, __s64 tid, store_label_fn fn, void *ctx)
 {
+	struct store *s = be;
 	struct label_ctx lc = { fn, ctx };
 	sqlite3_stmt *st;
-	if (s->fleet)
-		return pgstore__labels(s->fleet, tid, fn, ctx);
-
 	if (query_prepare(s, "SELECT key, value FROM labels WHERE task = ? ORDER BY key", &st))
 		return -EIO;
 	sqlite3_bind_int64(st, 1, tid);
@@ -1308,8 +1297,9 @@ static int status_row(sqlite3_stmt *st, void *ctx)
 	return 0;
 }
 
-int store__statuses(struct store *s, store_status_fn fn, void *ctx)
+static int sqlite_statuses(void *be, store_status_fn fn, void *ctx)
 {
+	struct store *s = be;
 	struct status_ctx sc = { 0 };
 	sqlite3_stmt *st;
 	int err;
@@ -1593,4 +1583,75 @@ int store__sink_note(struct store *s, const char *sink, const char *error, __u64
 		" next_try_ns = ?4, failures = CASE WHEN ?4 > 0 THEN failures + 1 ELSE 0 END,"
 		" shipped = shipped + ?5",
 		"ttiii", sink, error, (long long)now, (long long)next_try_ns, (long long)shipped);
+}
+
+static const struct store_ops sqlite_ops = {
+	.name = "sqlite",
+	.list = sqlite_list,
+	.find = sqlite_find,
+	.histograms = sqlite_histograms,
+	.series = sqlite_series,
+	.labels = sqlite_labels,
+	.has_metric = sqlite_has_metric,
+	.count = sqlite_count,
+	.totals = sqlite_totals,
+	.statuses = sqlite_statuses,
+};
+
+/* An operation the store's backend has not: one line, -EOPNOTSUPP. */
+static int unanswered(const struct store *s, const char *what)
+{
+	tp_err("%s: the %s store does not answer %s", s->path, s->ops->name, what);
+	return -EOPNOTSUPP;
+}
+
+int store__list(struct store *s, const struct store_filter *f, long limit, store_task_fn fn,
+		void *ctx)
+{
+	return s->ops->list ? s->ops->list(s->be, f, limit, fn, ctx) : unanswered(s, "list");
+}
+
+int store__find(struct store *s, const char *id, const char *host, struct store_task *t)
+{
+	return s->ops->find ? s->ops->find(s->be, id, host, t) : unanswered(s, "find");
+}
+
+int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_fn fn, void *ctx)
+{
+	return s->ops->histograms ? s->ops->histograms(s->be, tid, name, fn, ctx)
+				  : unanswered(s, "histograms");
+}
+
+int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t *n, int *damaged)
+{
+	return s->ops->series ? s->ops->series(s->be, tid, pts, n, damaged)
+			      : unanswered(s, "series");
+}
+
+int store__labels(struct store *s, __s64 tid, store_label_fn fn, void *ctx)
+{
+	return s->ops->labels ? s->ops->labels(s->be, tid, fn, ctx) : unanswered(s, "labels");
+}
+
+int store__has_metric(struct store *s, const char *metric)
+{
+	return s->ops->has_metric ? s->ops->has_metric(s->be, metric)
+				  : unanswered(s, "metric names");
+}
+
+int store__count(struct store *s, const char *metric, const struct store_filter *f, const char *by,
+		 const char *host, store_count_fn fn, void *ctx)
+{
+	return s->ops->count ? s->ops->count(s->be, metric, f, by, host, fn, ctx)
+			     : unanswered(s, "count");
+}
+
+int store__totals(struct store *s, const char *label, store_total_fn fn, void *ctx)
+{
+	return s->ops->totals ? s->ops->totals(s->be, label, fn, ctx) : unanswered(s, "totals");
+}
+
+int store__statuses(struct store *s, store_status_fn fn, void *ctx)
+{
+	return s->ops->statuses ? s->ops->statuses(s->be, fn, ctx) : unanswered(s, "statuses");
 }

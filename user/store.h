@@ -13,9 +13,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#include "hist.h"
-#include "series.h"
-#include "task.h"
+#include "store_api.h"
 
 #define STORE_SCHEMA 4
 
@@ -78,116 +76,39 @@ int store__retain(struct store *s, int days, int max_mb);
 /* The status to show: "lost" for a running row whose lock nobody holds. */
 const char *store__live_status(const char *status, const char *lock);
 
-/*
- * Queries: every one returns its rows through a callback (a row's strings live until
- * the callback returns; a non-zero return stops the rows), and 0, or -EIO after the
- * one-line error: a damaged page is "corrupt", never the end of the rows.
- */
-
-/* Which tasks a query is over. */
-struct store_filter {
-	__s64 since_ns;		    /* started at or after (realtime ns); 0: all */
-	const struct label *labels; /* every one must match, task or host label */
-	int nlabels;
-	const char *status; /* list only: this live status ("lost" included) */
-};
-
-struct store_task_row {
-	const char *id;
-	const char *host;   /* the worker host it ran on */
-	const char *status; /* live: a running row whose collector is gone is "lost" */
-	const char *command;
-	__u64 start_ns;
-	bool ended;
-	__u64 wall_ns;
-	__s64 exit_status;
-	double cpu_ns;
-	double peak_mem_bytes;
-};
-
-typedef int (*store_task_fn)(void *ctx, const struct store_task_row *row);
 /* Tasks, newest first, at most limit of them. */
 int store__list(struct store *s, const struct store_filter *f, long limit, store_task_fn fn,
 		void *ctx);
-
-struct store_task {
-	__s64 tid;
-	char status[32];
-	char *record;  /* the JSON record, NULL until the task ended; the caller frees it */
-	__u64 wall_ns; /* a task without an end: its life so far */
-	char host[256];
-	long hosts; /* how many hosts have a task with this id (a fleet's hosts may reuse one) */
-};
-
 /*
  * The newest stored task with this id, of a host that matches the glob host (NULL:
  * any host): 0, -ENOENT (not said) or -EIO.
  */
 int store__find(struct store *s, const char *id, const char *host, struct store_task *t);
-
-struct store_hist_row {
-	const char *name;
-	const char *unit;
-	struct tp_hist h;
-};
-
-typedef int (*store_hist_fn)(void *ctx, const struct store_hist_row *row);
 /* A task's histograms by name (NULL: all of them). */
 int store__histograms(struct store *s, __s64 tid, const char *name, store_hist_fn fn, void *ctx);
-
 /*
  * A task's series samples, every block decoded in order into *pts (grown, the caller
  * frees it); a damaged block is skipped and counted in *damaged.
  */
 int store__series(struct store *s, __s64 tid, struct series_point **pts, size_t *n, int *damaged);
-
-typedef int (*store_label_fn)(void *ctx, const char *key, const char *value);
 /* A task's labels, its own and the host's (host, ncpu, instance_type, ...), by key. */
 int store__labels(struct store *s, __s64 tid, store_label_fn fn, void *ctx);
 /* 1 if some stored task has the metric, 0 if none, or -EIO. */
 int store__has_metric(struct store *s, const char *metric);
-
-struct store_count_row {
-	const char *group; /* the --by label's value, "(none)", or "all" */
-	long tasks;
-	double sum;
-};
-
-typedef int (*store_count_fn)(void *ctx, const struct store_count_row *row);
 /*
  * A metric summed over the tasks of f, grouped by the label by (NULL: one group),
  * largest sum first. host (NULL: all) is a glob: for metrics kept per remote host
- * (store__remote_metric) the remote's names or address, else the worker host's name.
+ * (store_remote_metric) the remote's names or address, else the worker host's name.
  */
 int store__count(struct store *s, const char *metric, const struct store_filter *f, const char *by,
 		 const char *host, store_count_fn fn, void *ctx);
-struct store_total_row {
-	const char *metric;
-	const char *worker_pool; /* the host labels, "" when a task has none */
-	const char *instance_type;
-	const char *label; /* the task label asked for, "" when a task has none */
-	double sum;
-	long tasks;
-};
-
-typedef int (*store_total_fn)(void *ctx, const struct store_total_row *row);
 /*
  * Every stored metric summed over all tasks by worker_pool and instance_type, and by
  * the task label named label too unless it is NULL.
  */
 int store__totals(struct store *s, const char *label, store_total_fn fn, void *ctx);
-
-struct store_status_row {
-	const char *status; /* live: "lost" for a running row whose collector is gone */
-	long tasks;
-};
-
-typedef int (*store_status_fn)(void *ctx, const struct store_status_row *row);
 /* How many stored tasks have each status. */
 int store__statuses(struct store *s, store_status_fn fn, void *ctx);
-
-/* Metrics stored per remote host too (http.*, net.tcp.*, net.tx/rx_bytes). */
-bool store__remote_metric(const char *metric);
 
 /* The outbox: up to n waiting tasks after tid after, oldest first; how many, or -EIO. */
 int store__outbox(struct store *s, __s64 after, __s64 *tids, int n);
