@@ -166,9 +166,9 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 			start = r->start_ns;
 		delta = bpf_ktime_get_ns();
 		delta = delta > start ? delta - start : 0;
-		st->lat_count++;
-		st->lat_sum_ns += delta;
-		st->lat_hist[tp_log2_slot(delta)]++;
+		st->lat.count++;
+		st->lat.sum += delta;
+		st->lat.slots[tp_log2_slot(delta)]++;
 	}
 out:
 	bpf_map_delete_elem(&requests, &key);

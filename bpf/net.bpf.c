@@ -204,9 +204,9 @@ static __always_inline void connect_done(const struct sock *sk, struct tp_sock *
 		NET_ADD(&ts->ep, connects, 1);
 		ns = bpf_map_lookup_elem(&net_stats, &slot);
 		if (ns) {
-			add(&ns->lat_count, 1);
-			add(&ns->lat_sum_ns, lat);
-			add(&ns->lat_hist[tp_log2_slot(lat)], 1);
+			add(&ns->connect_lat.count, 1);
+			add(&ns->connect_lat.sum, lat);
+			add(&ns->connect_lat.slots[tp_log2_slot(lat)], 1);
 		}
 		return;
 	}

@@ -141,9 +141,9 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	slot = th->slot;
 	cs = bpf_map_lookup_elem(&cpu_stats, &slot);
 	if (cs) {
-		cs->runq_count++;
-		cs->runq_sum_ns += delta;
-		cs->runq_hist[tp_log2_slot(delta)]++;
+		cs->runq.count++;
+		cs->runq.sum += delta;
+		cs->runq.slots[tp_log2_slot(delta)]++;
 	}
 	return 0;
 }

@@ -18,10 +18,17 @@
 #define TP_HIST_SLOTS 64
 #define TP_COMM_LEN 16
 #define TP_PATH_LEN 256
-/* An exec's argv as captured: at most this many bytes and arguments (SPEC: 256, 16). */
+/* An exec's argv as captured: at most this many bytes and arguments (metrics-language.md). */
 #define TP_ARGS_LEN 256
 #define TP_ARGS_MAX 16
 #define TP_SLOT_NONE 0xffffffffu
+
+/* A log2 histogram of ns: how many, their sum, and slot tp_log2_slot(v) of each. */
+struct tp_hist {
+	__u64 count;
+	__u64 sum;
+	__u64 slots[TP_HIST_SLOTS];
+};
 
 /* Value of the cgroup-id -> task map: which slot, and which use of that slot. */
 struct tp_cgroup_info {
@@ -36,10 +43,8 @@ struct tp_cgroup_info {
  */
 struct tp_cpu_stats {
 	__u64 cpu_ns;
-	__u64 wait_ns; /* sched_info.run_delay: time runnable but waiting for a CPU */
-	__u64 runq_count;
-	__u64 runq_sum_ns;
-	__u64 runq_hist[TP_HIST_SLOTS];
+	__u64 wait_ns;	     /* sched_info.run_delay: time runnable but waiting for a CPU */
+	struct tp_hist runq; /* each wait from wakeup to switch-in */
 };
 
 /* Per-slot process figures, shared by all CPUs and updated atomically. */
@@ -60,12 +65,10 @@ struct tp_proc_stats {
 struct tp_io_stats {
 	__u64 read_ops;
 	__u64 write_ops;
-	__u64 read_bytes;  /* block layer, completed */
-	__u64 write_bytes; /* block layer, completed */
-	__u64 lat_count;
-	__u64 lat_sum_ns;
-	__u64 lat_hist[TP_HIST_SLOTS];
-	__u64 merged_bios; /* bios merged into a request that existed: counted at the merge */
+	__u64 read_bytes;   /* block layer, completed */
+	__u64 write_bytes;  /* block layer, completed */
+	struct tp_hist lat; /* each request, from its start to its completion */
+	__u64 merged_bios;  /* bios merged into a request that existed: counted at the merge */
 };
 
 /*
@@ -120,12 +123,10 @@ struct tp_net_stats {
 	struct tp_net_counters tcp;
 	__u64 dns_lookups;
 	__u64 dns_failures;
-	__u64 dns_queries;	  /* DNS queries on the wire (UDP port 53), any resolver */
-	__u64 dns_query_failures; /* answers with an error code (NXDOMAIN, SERVFAIL, ...) */
-	__u64 endpoints_dropped;  /* endpoint table full: counted in the totals only */
-	__u64 lat_count;
-	__u64 lat_sum_ns;
-	__u64 lat_hist[TP_HIST_SLOTS]; /* connect latency, SYN to established */
+	__u64 dns_queries;	    /* DNS queries on the wire (UDP port 53), any resolver */
+	__u64 dns_query_failures;   /* answers with an error code (NXDOMAIN, SERVFAIL, ...) */
+	__u64 endpoints_dropped;    /* endpoint table full: counted in the totals only */
+	struct tp_hist connect_lat; /* SYN to established */
 };
 
 /* Key of the endpoint table: a task's use of one remote address and port. */

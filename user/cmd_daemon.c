@@ -270,16 +270,17 @@ static void list_tasks(struct daemon *d, int fd)
 		if (session__live(&t->s, &rec))
 			continue;
 		/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
-		cpu = rec.have_cpu_stat ? rec.cpu_stat.usage_us * 1000 : rec.fig.cpu_ns;
-		fails = rec.fig.failed_exits + rec.fig.oom_kills + net_http_failures(&rec.net, -1);
+		cpu = rec.have_cpu_stat ? rec.cpu_stat.usage_us * 1000 : rec.fig.cpu.cpu_ns;
+		fails = rec.fig.proc.failed_exits + rec.fig.mem.oom_kills +
+			net_http_failures(&rec.net, -1);
 		for (int k = 0; k < TP_CONN_FAILURE_KINDS; k++)
 			fails += tcp->failures[k];
 		fprintf(f, "%s\t%llu\t%llu\t%lld\t%llu\t%llu\t%llu\t%llu\t%lld\t%llu\t%s\n", t->id,
 			(unsigned long long)rec.wall_ns, (unsigned long long)cpu,
-			(long long)rec.fig.rss_bytes, (unsigned long long)rec.fig.io_blk_read_bytes,
-			(unsigned long long)rec.fig.io_blk_write_bytes,
+			(long long)rec.fig.mem.rss_bytes, (unsigned long long)rec.fig.io.read_bytes,
+			(unsigned long long)rec.fig.io.write_bytes,
 			(unsigned long long)tcp->rx_bytes, (unsigned long long)tcp->tx_bytes,
-			(long long)rec.fig.alive, (unsigned long long)fails,
+			(long long)rec.fig.proc.alive, (unsigned long long)fails,
 			phases__current(&t->s.phases));
 		task_record_fini(&rec);
 	}
@@ -956,7 +957,7 @@ static void end_unadopted(struct daemon *d, const struct handover_task *h, const
 	rec.by_daemon = true;
 	rec.collect = COLLECT_CGROUP_ONLY;
 	rec.have_cpu_stat = !cgroup_read_cpu_stat(h->cgroup, &rec.cpu_stat);
-	rec.fig.cpu_ns = rec.cpu_stat.usage_us * 1000;
+	rec.fig.cpu.cpu_ns = rec.cpu_stat.usage_us * 1000;
 	task_add_fault(&rec,
 		       "the daemon before died and this one could not take its counts over (%s): "
 		       "only the cgroup's cpu.stat is here",

@@ -81,6 +81,7 @@ bool collect_has(unsigned mask, const char *name, bool mem_from_cgroup)
 		{ "io.read_ops", COLLECT_IO },
 		{ "io.write_ops", COLLECT_IO },
 		{ "io.blk_", COLLECT_IO },
+		{ "io.merged_bios", COLLECT_IO },
 		{ "io.latency", COLLECT_IO },
 		{ "proc.oom_kills", COLLECT_MEM },
 		{ "net.", COLLECT_NET },

@@ -35,6 +35,8 @@
 #define MAX_LIBS 64
 #define MAX_SCANS 1024
 
+_Static_assert(sizeof(struct tp_cpu_stats) % 8 == 0 && sizeof(struct tp_io_stats) % 8 == 0,
+	       "per-CPU figures are __u64 only (sum_percpu)");
 _Static_assert(sizeof(struct tp_cgroup_info) == 8, "ABI: tp_cgroup_info");
 _Static_assert(sizeof(struct tp_event_hdr) == 32, "ABI: tp_event_hdr");
 _Static_assert(sizeof(struct tp_exec_event) ==
@@ -1662,75 +1664,51 @@ int collector__sync(struct collector *c)
 	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
 }
 
-static int read_io_mem_net(struct collector *c, __u32 key, struct task_figures *out)
+/* Sum a per-CPU map's values, made of __u64 only, into out (size bytes). */
+static int sum_percpu(struct collector *c, struct bpf_map *map, __u32 key, void *out, size_t size)
 {
-	const struct tp_io_stats *io = c->percpu_buf;
-	struct tp_mem_stats ms;
-	struct tp_net_stats ns;
+	const __u64 *v = c->percpu_buf;
+	__u64 *sum = out;
+	size_t n = size / sizeof(__u64);
+	/* libbpf lays the CPUs' values out 8-byte aligned. */
+	size_t stride = (size + 7) / 8;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.io_stats), &key, c->percpu_buf))
+	if (bpf_map_lookup_elem(bpf_map__fd(map), &key, c->percpu_buf))
 		return -errno;
-	for (int cpu = 0; cpu < c->ncpus; cpu++) {
-		out->io_read_ops += io[cpu].read_ops;
-		out->io_write_ops += io[cpu].write_ops;
-		out->io_blk_read_bytes += io[cpu].read_bytes;
-		out->io_blk_write_bytes += io[cpu].write_bytes;
-		out->io_merged_bios += io[cpu].merged_bios;
-		out->io_latency.count += io[cpu].lat_count;
-		out->io_latency.sum += io[cpu].lat_sum_ns;
-		for (int i = 0; i < TP_HIST_SLOTS; i++)
-			out->io_latency.slots[i] += io[cpu].lat_hist[i];
-	}
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.ioac_stats), &key, &out->ioac))
-		return -errno;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.mem_stats), &key, &ms))
-		return -errno;
-	out->rss_bytes = ms.rss_bytes;
-	out->peak_rss_bytes = ms.peak_rss_bytes;
-	out->oom_kills = ms.oom_kills;
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &ns))
-		return -errno;
-	out->net_rx_bytes = ns.tcp.rx_bytes;
-	out->net_tx_bytes = ns.tcp.tx_bytes;
+	memset(out, 0, size);
+	for (int cpu = 0; cpu < c->ncpus; cpu++)
+		for (size_t i = 0; i < n; i++)
+			sum[i] += v[(size_t)cpu * stride + i];
 	return 0;
 }
 
 int collector__read(struct collector *c, int slot, struct task_figures *out)
 {
-	const struct tp_cpu_stats *cs;
-	struct tp_proc_stats ps;
+	struct tp_net_stats ns;
 	__u32 key = (__u32)slot;
+	int fd;
 
 	memset(out, 0, sizeof(*out));
 	if (!slot_ok(c, slot))
 		return -EINVAL;
-	cs = c->percpu_buf;
 	if (mono_ns() - c->refreshed_ns > REFRESH_NS)
 		refresh(c);
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_stats), &key, c->percpu_buf))
+	if (sum_percpu(c, c->skel->maps.cpu_stats, key, &out->cpu, sizeof(out->cpu)) ||
+	    sum_percpu(c, c->skel->maps.io_stats, key, &out->io, sizeof(out->io)))
 		return -errno;
-	for (int cpu = 0; cpu < c->ncpus; cpu++) {
-		out->cpu_ns += cs[cpu].cpu_ns;
-		out->runq_wait_ns += cs[cpu].wait_ns;
-		out->runq.count += cs[cpu].runq_count;
-		out->runq.sum += cs[cpu].runq_sum_ns;
-		for (int i = 0; i < TP_HIST_SLOTS; i++)
-			out->runq.slots[i] += cs[cpu].runq_hist[i];
-	}
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.proc_stats), &key, &ps))
+	fd = bpf_map__fd(c->skel->maps.proc_stats);
+	if (bpf_map_lookup_elem(fd, &key, &out->proc))
 		return -errno;
-	out->forks = ps.forks;
-	out->execs = ps.execs;
-	out->exits = ps.exits;
-	out->failed_exits = ps.failed_exits;
-	out->threads = ps.threads;
-	out->alive = ps.alive;
-	out->max_alive = ps.max_alive;
-	out->lost_events = ps.lost_events;
-	out->exec_failures = ps.exec_failures;
-	out->left_task = ps.left_task;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.ioac_stats), &key, &out->ioac))
+		return -errno;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.mem_stats), &key, &out->mem))
+		return -errno;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.net_stats), &key, &ns))
+		return -errno;
+	out->net_rx_bytes = ns.tcp.rx_bytes;
+	out->net_tx_bytes = ns.tcp.tx_bytes;
 	out->events_received = c->slots[slot].events;
-	return read_io_mem_net(c, key, out);
+	return 0;
 }
 
 __s64 collector__take_peak(struct collector *c, int slot)

@@ -9,7 +9,6 @@
 
 #include <linux/types.h>
 
-#include "hist.h"
 #include "taskprobe.h"
 
 /* cpu.stat of the task's cgroup, in microseconds as the kernel writes it. */
@@ -26,38 +25,21 @@ struct program_stat {
 	__u64 cpu_ns;
 };
 
-/* One task's figures, read from the maps (BPF) and the drained events (programs). */
+/*
+ * One task's figures. The ABI structs are held whole, as the maps give them: a read
+ * is one copy (proc, ioac, mem) or one sum over the CPUs (cpu, io), never a field list.
+ * A new BPF counter is a field of its ABI struct and a row of metric_descs (metrics.c).
+ */
 struct task_figures {
-	__u64 cpu_ns;
-	__u64 forks;
-	__u64 execs;
-	__u64 exits;
-	__u64 failed_exits;
-	__u64 threads;
-	__u64 exec_failures; /* execve calls that failed (through libc) */
-	__u64 left_task;     /* processes moved out of the task while alive */
-	__s64 alive;
-	__s64 max_alive;
-	__u64 lost_events;     /* events the ring buffer had no room for */
-	__u64 events_received; /* events drained so far */
-	__u64 runq_wait_ns;    /* sched_info.run_delay: runnable, waiting for a CPU */
-	struct tp_hist runq;   /* each wait, when collect has runq */
-	/* block layer: requests the task's threads submitted, completed */
-	__u64 io_read_ops;
-	__u64 io_write_ops;
-	__u64 io_blk_read_bytes;
-	__u64 io_blk_write_bytes;
-	__u64 io_merged_bios; /* bios merged into existing requests (their bytes counted) */
-	struct tp_hist io_latency;
-	/* task->ioac of exited threads (/proc/PID/io): bytes charged to their causer */
-	struct tp_ioac_stats ioac;
-	/* resident memory of the task's address spaces, from rss_stat */
-	__s64 rss_bytes;
-	__s64 peak_rss_bytes;
-	__u64 oom_kills;
+	struct tp_cpu_stats cpu;   /* summed over the CPUs; runq only when collect has runq */
+	struct tp_proc_stats proc; /* forks, execs, exits, alive, exec failures, ... */
+	struct tp_io_stats io;	   /* block layer, summed over the CPUs */
+	struct tp_ioac_stats ioac; /* task->ioac of exited threads (/proc/PID/io) */
+	struct tp_mem_stats mem;   /* resident memory of the task's address spaces, OOM kills */
 	/* TCP payload received and acked by the peer (net_stats), for the series' rates */
 	__u64 net_rx_bytes;
 	__u64 net_tx_bytes;
+	__u64 events_received; /* events drained so far */
 };
 
 #endif /* TP_FIGURES_H */

@@ -7,12 +7,6 @@
 #include <linux/types.h>
 #include "taskprobe.h"
 
-struct tp_hist {
-	__u64 count;
-	__u64 sum;
-	__u64 slots[TP_HIST_SLOTS];
-};
-
 /* Lowest and highest value that fall in slot i (see TP_HIST_SLOTS). */
 __u64 hist_slot_low(unsigned i);
 __u64 hist_slot_high(unsigned i);

@@ -21,7 +21,7 @@ static bool get_system(const struct task_record *t, double *v)
 
 static bool get_avg_cores(const struct task_record *t, double *v)
 {
-	*v = t->wall_ns ? (double)t->fig.cpu_ns / (double)t->wall_ns : 0.0;
+	*v = t->wall_ns ? (double)t->fig.cpu.cpu_ns / (double)t->wall_ns : 0.0;
 	return true;
 }
 
@@ -38,13 +38,13 @@ static void set_peak_cores(struct task_record *t, double v)
 
 static bool get_max_alive(const struct task_record *t, double *v)
 {
-	*v = t->fig.max_alive > 0 ? (double)t->fig.max_alive : 0;
+	*v = t->fig.proc.max_alive > 0 ? (double)t->fig.proc.max_alive : 0;
 	return true;
 }
 
 static void set_max_alive(struct task_record *t, double v)
 {
-	t->fig.max_alive = (__s64)v;
+	t->fig.proc.max_alive = (__s64)v;
 }
 
 static bool get_mem_peak(const struct task_record *t, double *v)
@@ -58,7 +58,7 @@ static bool get_mem_peak(const struct task_record *t, double *v)
 /* The reader sets the kernel's charge apart once it knows the source (task.c). */
 static void set_mem_peak(struct task_record *t, double v)
 {
-	t->fig.peak_rss_bytes = (__s64)v;
+	t->fig.mem.peak_rss_bytes = (__s64)v;
 }
 
 #define CNT(n, u, key, src, field)                                                                 \
@@ -74,10 +74,14 @@ static const char SRC_SCHED[] = "bpf:sched_process_exit,sched_switch,iter/task";
 static const char SRC_PROC[] = "bpf:sched_process_fork,exec,exit";
 static const char SRC_IOAC[] = "bpf:task ioac at thread exit";
 static const char SRC_BLOCK[] = "bpf:block_io_start,block_bio_backmerge";
+static const char SRC_MERGE[] = "bpf:block_bio_backmerge,block_bio_frontmerge";
+static const char SRC_EXECVE[] = "bpf:uretprobe libc execve";
+static const char SRC_ATTACH[] = "bpf:cgroup_attach_task";
+static const char SRC_OOM[] = "bpf:mark_victim";
 
 const struct metric_desc metric_descs[] = {
-	CNT("cpu.time_ns", "ns", "cpu.time_ns", SRC_SCHED, cpu_ns),
-	CNT("cpu.runq_wait_ns", "ns", NULL, SRC_SCHED, runq_wait_ns),
+	CNT("cpu.time_ns", "ns", "cpu.time_ns", SRC_SCHED, cpu.cpu_ns),
+	CNT("cpu.runq_wait_ns", "ns", NULL, SRC_SCHED, cpu.wait_ns),
 	FN("cpu.user_ns", "ns", METRIC_COUNTER, "cpu.user_ns", "cgroup:cpu.stat", get_user, NULL,
 	   false),
 	FN("cpu.system_ns", "ns", METRIC_COUNTER, "cpu.system_ns", "cgroup:cpu.stat", get_system,
@@ -85,40 +89,41 @@ const struct metric_desc metric_descs[] = {
 	FN("cpu.avg_cores", "cores", METRIC_GAUGE, NULL, NULL, get_avg_cores, NULL, true),
 	FN("cpu.peak_cores", "cores", METRIC_GAUGE, NULL, NULL, get_peak_cores, set_peak_cores,
 	   true),
-	CNT("proc.forks", "count", "proc", SRC_PROC, forks),
-	CNT("proc.execs", "count", NULL, SRC_PROC, execs),
-	CNT("proc.exits", "count", NULL, SRC_PROC, exits),
-	CNT("proc.failed_exits", "count", NULL, SRC_PROC, failed_exits),
+	CNT("proc.forks", "count", "proc", SRC_PROC, proc.forks),
+	CNT("proc.execs", "count", NULL, SRC_PROC, proc.execs),
+	CNT("proc.exits", "count", NULL, SRC_PROC, proc.exits),
+	CNT("proc.failed_exits", "count", NULL, SRC_PROC, proc.failed_exits),
 	FN("proc.max_alive", "count", METRIC_GAUGE, NULL, SRC_PROC, get_max_alive, set_max_alive,
 	   false),
-	CNT("proc.threads", "count", NULL, SRC_PROC, threads),
-	CNT("proc.exec_failures", "count", NULL, SRC_PROC, exec_failures),
-	CNT("proc.left_task", "count", NULL, SRC_PROC, left_task),
-	CNT("proc.oom_kills", "count", NULL, SRC_PROC, oom_kills),
+	CNT("proc.threads", "count", NULL, SRC_PROC, proc.threads),
+	CNT("proc.exec_failures", "count", "proc.exec_failures", SRC_EXECVE, proc.exec_failures),
+	CNT("proc.left_task", "count", "proc.left_task", SRC_ATTACH, proc.left_task),
+	CNT("proc.oom_kills", "count", "proc.oom_kills", SRC_OOM, mem.oom_kills),
 	CNT("io.read_bytes", "bytes", "io.read_bytes", SRC_IOAC, ioac.read_bytes),
 	CNT("io.write_bytes", "bytes", "io.write_bytes", SRC_IOAC, ioac.write_bytes),
 	CNT("io.cancelled_write_bytes", "bytes", NULL, SRC_IOAC, ioac.cancelled_write_bytes),
 	CNT("io.rchar", "bytes", NULL, SRC_IOAC, ioac.rchar),
 	CNT("io.wchar", "bytes", NULL, SRC_IOAC, ioac.wchar),
-	CNT("io.read_ops", "count", "io.ops", SRC_BLOCK, io_read_ops),
-	CNT("io.write_ops", "count", NULL, SRC_BLOCK, io_write_ops),
-	CNT("io.blk_read_bytes", "bytes", NULL, SRC_BLOCK, io_blk_read_bytes),
-	CNT("io.blk_write_bytes", "bytes", NULL, SRC_BLOCK, io_blk_write_bytes),
+	CNT("io.read_ops", "count", "io.ops", SRC_BLOCK, io.read_ops),
+	CNT("io.write_ops", "count", NULL, SRC_BLOCK, io.write_ops),
+	CNT("io.blk_read_bytes", "bytes", NULL, SRC_BLOCK, io.read_bytes),
+	CNT("io.blk_write_bytes", "bytes", NULL, SRC_BLOCK, io.write_bytes),
+	CNT("io.merged_bios", "count", "io.merged_bios", SRC_MERGE, io.merged_bios),
 	FN("mem.peak_bytes", "bytes", METRIC_GAUGE, "mem.peak_bytes", NULL, get_mem_peak,
 	   set_mem_peak, false),
-	CNT("lost_events", "count", NULL, NULL, lost_events),
+	CNT("lost_events", "count", NULL, NULL, proc.lost_events),
 };
 
 const size_t metric_descs_n = sizeof(metric_descs) / sizeof(metric_descs[0]);
 
 static struct tp_hist *runq_at(struct task_record *t)
 {
-	return &t->fig.runq;
+	return &t->fig.cpu.runq;
 }
 
 static struct tp_hist *io_at(struct task_record *t)
 {
-	return &t->fig.io_latency;
+	return &t->fig.io.lat;
 }
 
 static struct tp_hist *connect_at(struct task_record *t)

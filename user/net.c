@@ -306,9 +306,7 @@ int net_figures_build(struct net_figures *nf, const struct tp_net_stats *st,
 	nf->dns_queries = st->dns_queries;
 	nf->dns_query_failures = st->dns_query_failures;
 	nf->endpoints_dropped = st->endpoints_dropped;
-	nf->connect_latency.count = st->lat_count;
-	nf->connect_latency.sum = st->lat_sum_ns;
-	memcpy(nf->connect_latency.slots, st->lat_hist, sizeof(st->lat_hist));
+	nf->connect_latency = st->connect_lat;
 	nf->h2_connections = acc ? acc->h2_connections : 0;
 	if (acc && acc->nhosts) {
 		nf->hosts = malloc(acc->nhosts * sizeof(*nf->hosts));

@@ -59,8 +59,8 @@ void task_write_perfherder(FILE *f, const struct task_record *t)
 	jw_kstr(&w, "name", "task");
 	jw_kdouble(&w, "value", t->wall_ns / 1e9);
 	jw_kstr(&w, "unit", "s");
-	perf_subtests(&w, g->cpu_ns, t->wall_ns, g->ioac.read_bytes, g->ioac.write_bytes,
-		      (__s64)task_mem_peak(t, &src), g->execs);
+	perf_subtests(&w, g->cpu.cpu_ns, t->wall_ns, g->ioac.read_bytes, g->ioac.write_bytes,
+		      (__s64)task_mem_peak(t, &src), g->proc.execs);
 	jw_obj_end(&w);
 	for (size_t i = 0; t->phases && i < t->phases->n; i++) {
 		const struct phase *p = &t->phases->p[i];

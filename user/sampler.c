@@ -95,14 +95,14 @@ int sampler__sample(struct sampler *s, __u64 now_ns)
 		s->last_cs = cs;
 		s->have_cs = true;
 	} else {
-		p->v[0] = f.cpu_ns > s->last.cpu_ns
-				  ? (__s64)((f.cpu_ns - s->last.cpu_ns) * 1000 / dt)
+		p->v[0] = f.cpu.cpu_ns > s->last.cpu.cpu_ns
+				  ? (__s64)((f.cpu.cpu_ns - s->last.cpu.cpu_ns) * 1000 / dt)
 				  : 0;
 	}
-	p->v[1] = f.rss_bytes > 0 ? f.rss_bytes : 0;
-	p->v[2] = rate(f.io_blk_read_bytes, s->last.io_blk_read_bytes, dt);
-	p->v[3] = rate(f.io_blk_write_bytes, s->last.io_blk_write_bytes, dt);
-	p->v[4] = f.alive > 0 ? f.alive : 0;
+	p->v[1] = f.mem.rss_bytes > 0 ? f.mem.rss_bytes : 0;
+	p->v[2] = rate(f.io.read_bytes, s->last.io.read_bytes, dt);
+	p->v[3] = rate(f.io.write_bytes, s->last.io.write_bytes, dt);
+	p->v[4] = f.proc.alive > 0 ? f.proc.alive : 0;
 	p->v[6] = rate(f.net_rx_bytes, s->last.net_rx_bytes, dt);
 	p->v[7] = rate(f.net_tx_bytes, s->last.net_tx_bytes, dt);
 	p->v[SERIES_PHASE] =

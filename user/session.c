@@ -128,12 +128,12 @@ static void snap_of(struct phase_snap *snap, __u64 now, const struct task_figure
 	if (!f)
 		return;
 	/* cpu.stat is current to the tick; BPF charges a live thread when the iterator runs. */
-	snap->cpu_ns = cs ? cs->usage_us * 1000 : f->cpu_ns;
-	snap->execs = f->execs;
-	snap->read_bytes = f->io_blk_read_bytes;
-	snap->write_bytes = f->io_blk_write_bytes;
-	snap->runq_wait_ns = f->runq_wait_ns;
-	snap->runq = f->runq;
+	snap->cpu_ns = cs ? cs->usage_us * 1000 : f->cpu.cpu_ns;
+	snap->execs = f->proc.execs;
+	snap->read_bytes = f->io.read_bytes;
+	snap->write_bytes = f->io.write_bytes;
+	snap->runq_wait_ns = f->cpu.wait_ns;
+	snap->runq = f->cpu.runq;
 }
 
 /* The task's live figures now, for a phase boundary: events drained first. */
@@ -606,7 +606,7 @@ static void read_cgroup_figures(struct session *s)
 	}
 	/* No BPF: the cgroup's usage is the task's CPU time. */
 	if (!s->c && rec->have_cpu_stat)
-		rec->fig.cpu_ns = rec->cpu_stat.usage_us * 1000;
+		rec->fig.cpu.cpu_ns = rec->cpu_stat.usage_us * 1000;
 	rec->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &rec->memory_peak);
 	if (rec->have_memory_peak)
 		rec->memory_peak_source = "cgroup:memory.peak";

@@ -11,7 +11,7 @@
 
 static double avg_cores(const struct task_record *t)
 {
-	return t->wall_ns ? (double)t->fig.cpu_ns / (double)t->wall_ns : 0.0;
+	return t->wall_ns ? (double)t->fig.cpu.cpu_ns / (double)t->wall_ns : 0.0;
 }
 
 /* argv joined by spaces, cut with "..." to fit width. */
@@ -159,19 +159,19 @@ static void print_io_mem(FILE *f, const struct task_record *t)
 
 	fprintf(f, "  disk       read %s, wrote %s; %llu reads, %llu writes\n",
 		tp_fmt_bytes(a, sizeof(a), g->ioac.read_bytes),
-		tp_fmt_bytes(b, sizeof(b), g->ioac.write_bytes), (unsigned long long)g->io_read_ops,
-		(unsigned long long)g->io_write_ops);
+		tp_fmt_bytes(b, sizeof(b), g->ioac.write_bytes), (unsigned long long)g->io.read_ops,
+		(unsigned long long)g->io.write_ops);
 	/* Two lines: with long figures, one would pass 80 columns. */
-	if (g->io_latency.count)
+	if (g->io.lat.count)
 		fprintf(f, "             latency p50 %s, p99 %s\n",
-			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->io_latency, 0.50)),
-			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->io_latency, 0.99)));
+			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->io.lat, 0.50)),
+			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->io.lat, 0.99)));
 	fprintf(f, "             syscalls read %s, wrote %s\n",
 		tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
 		tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
 	tp_fmt_bytes(a, sizeof(a), task_mem_peak(t, &src));
 	fprintf(f, "  memory     peak %s (%s), %llu OOM kills\n", a, src,
-		(unsigned long long)g->oom_kills);
+		(unsigned long long)g->mem.oom_kills);
 }
 
 /* The collector's faults, each wrapped at word boundaries to the summary's width. */
@@ -227,7 +227,7 @@ void task_print_summary(FILE *f, const struct task_record *t)
 	format_command(cmd, SUMMARY_WIDTH - 14, t->argv, t->argc);
 	fprintf(f, "  command    %s\n", cmd);
 	fprintf(f, "  cpu        %s on CPU, %.2f cores on average, %.2f at peak\n",
-		tp_fmt_dur(a, sizeof(a), g->cpu_ns), avg_cores(t), t->peak_cores);
+		tp_fmt_dur(a, sizeof(a), g->cpu.cpu_ns), avg_cores(t), t->peak_cores);
 	if (t->have_cpu_stat)
 		fprintf(f, "             user %s, system %s (cgroup cpu.stat)\n",
 			tp_fmt_dur(b, sizeof(b), t->cpu_stat.user_us * 1000),
@@ -240,17 +240,17 @@ void task_print_summary(FILE *f, const struct task_record *t)
 		return;
 	}
 	fprintf(f, "  processes  %llu started, %llu execs, %llu failed, at most %lld alive\n",
-		(unsigned long long)g->forks, (unsigned long long)g->execs,
-		(unsigned long long)g->failed_exits, (long long)g->max_alive);
-	if (g->exec_failures)
+		(unsigned long long)g->proc.forks, (unsigned long long)g->proc.execs,
+		(unsigned long long)g->proc.failed_exits, (long long)g->proc.max_alive);
+	if (g->proc.exec_failures)
 		fprintf(f,
 			"             %llu execs failed (not found along PATH, not executable)\n",
-			(unsigned long long)g->exec_failures);
-	if (g->left_task)
+			(unsigned long long)g->proc.exec_failures);
+	if (g->proc.left_task)
 		fprintf(f,
 			"             %llu left the task (moved to another cgroup): counted until "
 			"then\n",
-			(unsigned long long)g->left_task);
+			(unsigned long long)g->proc.left_task);
 	print_io_mem(f, t);
 	net_print_summary(f, &t->net, t->all_endpoints);
 	print_phases(f, t);
@@ -263,21 +263,23 @@ void task_print_summary(FILE *f, const struct task_record *t)
 	print_programs(f, t);
 	if (task_collected(t, "cpu.runq_wait_ns"))
 		fprintf(f, "  run queue  %s waiting for a CPU (%.1f%% of its CPU time)\n",
-			tp_fmt_dur(a, sizeof(a), g->runq_wait_ns),
-			g->cpu_ns ? 100.0 * (double)g->runq_wait_ns / (double)g->cpu_ns : 0.0);
+			tp_fmt_dur(a, sizeof(a), g->cpu.wait_ns),
+			g->cpu.cpu_ns ? 100.0 * (double)g->cpu.wait_ns / (double)g->cpu.cpu_ns
+				      : 0.0);
 	if (task_collected(t, "cpu.runq_latency")) {
 		fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n",
-			(unsigned long long)g->runq.count,
-			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->runq, 0.50)),
-			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->runq, 0.99)));
-		if (g->runq.count)
-			hist_print(f, &g->runq, 1, "nsecs");
+			(unsigned long long)g->cpu.runq.count,
+			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->cpu.runq, 0.50)),
+			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->cpu.runq, 0.99)));
+		if (g->cpu.runq.count)
+			hist_print(f, &g->cpu.runq, 1, "nsecs");
 	}
-	if (g->lost_events || t->lost_total)
+	if (g->proc.lost_events || t->lost_total)
 		fprintf(f,
 			"  WARNING    %llu events lost (ring buffer full); program figures are "
 			"incomplete\n",
-			(unsigned long long)(g->lost_events ? g->lost_events : t->lost_total));
+			(unsigned long long)(g->proc.lost_events ? g->proc.lost_events
+								 : t->lost_total));
 	else
 		fprintf(f, "  lost       0 events\n");
 	if (t->skipped_runs)

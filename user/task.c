@@ -55,7 +55,7 @@ __u64 task_mem_peak(const struct task_record *t, const char **source)
 		return t->memory_peak;
 	}
 	*source = "bpf:rss_stat";
-	return t->fig.peak_rss_bytes > 0 ? (__u64)t->fig.peak_rss_bytes : 0;
+	return t->fig.mem.peak_rss_bytes > 0 ? (__u64)t->fig.mem.peak_rss_bytes : 0;
 }
 
 static int by_cpu_desc(const void *a, const void *b)

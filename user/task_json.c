@@ -130,7 +130,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		const struct metric_desc *d = &metric_descs[i];
 		double v;
 
-		if (d->source_key && metric_get(d, t, &v))
+		if (d->source_key && task_collected(t, d->name) && metric_get(d, t, &v))
 			jw_kstr(w, d->source_key, d->source ? d->source : mem_src);
 	}
 	for (size_t i = 0; i < hist_descs_n; i++)

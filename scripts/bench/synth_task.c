@@ -41,8 +41,8 @@ int main(int argc, char **argv)
 	snprintf(t.host, sizeof(t.host), "worker-1");
 	t.start_real_ns = tp_realtime_ns() - n * 1000000000ULL;
 	t.wall_ns = n * 1000000000ULL;
-	t.fig.cpu_ns = n * 400000000ULL;
-	t.fig.execs = n / 10;
+	t.fig.cpu.cpu_ns = n * 400000000ULL;
+	t.fig.proc.execs = n / 10;
 	phases__init(&ph, 0);
 	for (int i = 0; i < 3; i++) {
 		at.t_ns = (__u64)i * (n / 3) * 1000000000ULL;

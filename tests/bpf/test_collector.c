@@ -5,13 +5,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/loop.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -177,14 +181,14 @@ TEST(TIER_BPF, process_counts_exact)
 	pid = start_driver(fx.cg, procs_driver, NULL);
 	ASSERT_EQ(wait_driver(pid, NULL), 0, "driver exit status");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
-	ASSERT_EQ(f.forks, 45, "proc.forks");
-	ASSERT_EQ(f.execs, 40, "proc.execs");
-	ASSERT_EQ(f.exits, 46, "proc.exits (children and the driver)");
-	ASSERT_EQ(f.failed_exits, 10, "proc.failed_exits");
-	ASSERT_EQ(f.max_alive, 6, "proc.max_alive");
-	ASSERT_EQ(f.alive, 0, "alive at the end");
-	ASSERT_EQ(f.threads, 0, "threads");
-	ASSERT_EQ(f.lost_events, 0, "lost events");
+	ASSERT_EQ(f.proc.forks, 45, "proc.proc.forks");
+	ASSERT_EQ(f.proc.execs, 40, "proc.proc.execs");
+	ASSERT_EQ(f.proc.exits, 46, "proc.proc.exits (children and the driver)");
+	ASSERT_EQ(f.proc.failed_exits, 10, "proc.proc.failed_exits");
+	ASSERT_EQ(f.proc.max_alive, 6, "proc.proc.max_alive");
+	ASSERT_EQ(f.proc.alive, 0, "alive at the end");
+	ASSERT_EQ(f.proc.threads, 0, "threads");
+	ASSERT_EQ(f.proc.lost_events, 0, "lost events");
 	ASSERT_EQ(program_execs(fx.c, fx.slot, "/bin/true"), 30, "execs of /bin/true");
 	ASSERT_EQ(program_execs(fx.c, fx.slot, "/bin/false"), 10, "execs of /bin/false");
 	/* One event per exec and exit, and a final one per exit (no fork events: ABI 7). */
@@ -232,11 +236,11 @@ TEST(TIER_BPF, cpu_time_exact)
 	ASSERT_OK(cgroup_read_cpu_stat(fx.cg, &cs), "cpu.stat");
 	truth = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
 		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
-	ASSERT_GE(f.cpu_ns, 590000000, "three burners of 200 ms");
-	ASSERT_NEAR(f.cpu_ns, cs.usage_us * 1000.0, 0.005, "cpu.time_ns vs cgroup cpu.stat");
-	ASSERT_NEAR(f.cpu_ns, truth, 0.02, "cpu.time_ns vs getrusage of the waited driver");
-	ASSERT_EQ(f.threads, 2, "threads");
-	ASSERT_EQ(f.forks, 1, "forks");
+	ASSERT_GE(f.cpu.cpu_ns, 590000000, "three burners of 200 ms");
+	ASSERT_NEAR(f.cpu.cpu_ns, cs.usage_us * 1000.0, 0.005, "cpu.time_ns vs cgroup cpu.stat");
+	ASSERT_NEAR(f.cpu.cpu_ns, truth, 0.02, "cpu.time_ns vs getrusage of the waited driver");
+	ASSERT_EQ(f.proc.threads, 2, "threads");
+	ASSERT_EQ(f.proc.forks, 1, "forks");
 out:
 	collector__free(fx.c);
 }
@@ -276,7 +280,7 @@ TEST(TIER_BPF, runq_latency_histogram)
 	ASSERT_EQ(wait_driver(start_driver(fx.cg, sleep_driver, joined), &ru), 0, "driver");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
 	for (int i = 0; i < TP_HIST_SLOTS; i++)
-		total += f.runq.slots[i];
+		total += f.cpu.runq.slots[i];
 	/*
 	 * Every context switch of the driver (voluntary: a sleep, then a wakeup;
 	 * involuntary: a preemption) is followed by one wait for the CPU. A timer that
@@ -290,18 +294,18 @@ TEST(TIER_BPF, runq_latency_histogram)
 	 */
 	switches = ru.ru_nvcsw + ru.ru_nivcsw;
 	printf("    runq waits %llu, driver context switches %ld (%ld of them before it was in)\n",
-	       (unsigned long long)f.runq.count, switches, *joined);
+	       (unsigned long long)f.cpu.runq.count, switches, *joined);
 	ASSERT_TRUE(*joined >= 0, "the driver noted its switches");
-	ASSERT_GE(f.runq.count, 180, "run-queue waits after 200 sleeps");
-	ASSERT_LE(f.runq.count, switches, "waits vs the driver's context switches");
-	ASSERT_GE(f.runq.count + 5, switches - *joined, "context switches once in vs waits");
-	ASSERT_EQ(total, f.runq.count, "histogram slots sum to the count");
-	ASSERT_GE(f.runq.sum, f.runq.count, "latencies are at least 1 ns each");
+	ASSERT_GE(f.cpu.runq.count, 180, "run-queue waits after 200 sleeps");
+	ASSERT_LE(f.cpu.runq.count, switches, "waits vs the driver's context switches");
+	ASSERT_GE(f.cpu.runq.count + 5, switches - *joined, "context switches once in vs waits");
+	ASSERT_EQ(total, f.cpu.runq.count, "histogram slots sum to the count");
+	ASSERT_GE(f.cpu.runq.sum, f.cpu.runq.count, "latencies are at least 1 ns each");
 	/*
 	 * Each wait is what sched_info adds to run_delay, which the total is charged
 	 * from; run_delay also grows when a waiting thread is moved to another CPU.
 	 */
-	ASSERT_GE(f.runq_wait_ns + f.runq_wait_ns / 50, f.runq.sum,
+	ASSERT_GE(f.cpu.wait_ns + f.cpu.wait_ns / 50, f.cpu.runq.sum,
 		  "the wait total holds each wait");
 out:
 	collector__free(fx.c);
@@ -374,13 +378,14 @@ TEST(TIER_BPF, runq_wait_matches_schedstat)
 		ran += wait_truth->cpu_ns[i];
 	}
 	printf("    %d threads: waited %.1f ms (schedstat %.1f ms), ran %.1f ms (schedstat %.1f)\n",
-	       wait_truth->nthreads, f.runq_wait_ns / 1e6, truth / 1e6, f.cpu_ns / 1e6, ran / 1e6);
+	       wait_truth->nthreads, f.cpu.wait_ns / 1e6, truth / 1e6, f.cpu.cpu_ns / 1e6,
+	       ran / 1e6);
 	ASSERT_GE(ran, (__u64)wait_truth->nthreads * 149000000ull, "every thread ran its 150 ms");
 	ASSERT_GE(truth, ran / 4, "the threads waited for CPUs");
 	/* What the threads waited after their last read, and the main thread's waits. */
-	ASSERT_GE(f.runq_wait_ns, truth, "the wait total vs the threads' schedstat");
-	ASSERT_LE(f.runq_wait_ns, truth + truth / 20 + 20000000ull, "the wait total vs schedstat");
-	ASSERT_EQ(f.runq.count, 0, "no histogram unless asked for");
+	ASSERT_GE(f.cpu.wait_ns, truth, "the wait total vs the threads' schedstat");
+	ASSERT_LE(f.cpu.wait_ns, truth + truth / 20 + 20000000ull, "the wait total vs schedstat");
+	ASSERT_EQ(f.cpu.runq.count, 0, "no histogram unless asked for");
 out:
 	collector__free(fx.c);
 	munmap(wait_truth, sizeof(*wait_truth));
@@ -402,14 +407,14 @@ TEST(TIER_BPF, ringbuf_overflow_is_counted)
 		goto out;
 	ASSERT_EQ(wait_driver(start_driver(fx.cg, execs_driver, &n), NULL), 0, "driver");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
-	ASSERT_EQ(f.execs, n, "exec count comes from maps, exact despite the overflow");
-	ASSERT_GE(f.lost_events, 1, "an overflow happened and was counted");
+	ASSERT_EQ(f.proc.execs, n, "exec count comes from maps, exact despite the overflow");
+	ASSERT_GE(f.proc.lost_events, 1, "an overflow happened and was counted");
 	/*
 	 * n execs + n + 1 exits, each exit with its final slice at its release (no fork
 	 * events): every event is either received or counted lost.
 	 */
-	ASSERT_EQ(f.events_received + f.lost_events, 3 * n + 2, "received + lost");
-	ASSERT_GE(collector__lost_total(fx.c), f.lost_events, "collector-wide lost count");
+	ASSERT_EQ(f.events_received + f.proc.lost_events, 3 * n + 2, "received + lost");
+	ASSERT_GE(collector__lost_total(fx.c), f.proc.lost_events, "collector-wide lost count");
 out:
 	collector__free(fx.c);
 }
@@ -476,11 +481,11 @@ TEST(TIER_BPF, threads_there_before_tracking_are_adopted)
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
 	truth = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
 		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
-	ASSERT_EQ(f.execs, 20, "its children's execs");
-	ASSERT_EQ(f.exits, 21, "its children's exits and its own");
-	ASSERT_EQ(f.forks, 20, "forks");
-	ASSERT_GE(f.cpu_ns, 299000000, "both threads' 150 ms");
-	ASSERT_NEAR(f.cpu_ns, truth, 0.03, "cpu.time_ns vs the driver's rusage");
+	ASSERT_EQ(f.proc.execs, 20, "its children's execs");
+	ASSERT_EQ(f.proc.exits, 21, "its children's exits and its own");
+	ASSERT_EQ(f.proc.forks, 20, "forks");
+	ASSERT_GE(f.cpu.cpu_ns, 299000000, "both threads' 150 ms");
+	ASSERT_NEAR(f.cpu.cpu_ns, truth, 0.03, "cpu.time_ns vs the driver's rusage");
 out:
 	close(go_pipe[1]);
 	if (pid > 0) {
@@ -540,9 +545,9 @@ TEST(TIER_BPF, nested_cgroups_are_the_tasks)
 	ASSERT_OK(final_figures(c, slot, cg, &f), "read");
 	ASSERT_OK(cgroup_read_cpu_stat(cg, &cs), "cpu.stat");
 	ASSERT_EQ(program_execs(c, slot, "/bin/true"), 5, "execs in both nested cgroups");
-	ASSERT_EQ(f.forks, 5, "forks");
-	ASSERT_GE(f.cpu_ns, 100000000, "the burn in the nested cgroup");
-	ASSERT_NEAR(f.cpu_ns, cs.usage_us * 1000.0, 0.005,
+	ASSERT_EQ(f.proc.forks, 5, "forks");
+	ASSERT_GE(f.cpu.cpu_ns, 100000000, "the burn in the nested cgroup");
+	ASSERT_NEAR(f.cpu.cpu_ns, cs.usage_us * 1000.0, 0.005,
 		    "cpu.time_ns vs cpu.stat of the subtree");
 out:
 	collector__free(c);
@@ -571,9 +576,9 @@ TEST(TIER_BPF, other_cgroups_are_not_counted)
 		goto out;
 	ASSERT_EQ(wait_driver(start_driver(other, busy_driver, NULL), NULL), 0, "driver");
 	ASSERT_OK(final_figures(c, slot, tracked, &f), "read");
-	ASSERT_EQ(f.cpu_ns, 0, "cpu");
-	ASSERT_EQ(f.forks + f.execs + f.exits, 0, "process events");
-	ASSERT_EQ(f.runq.count, 0, "run-queue waits");
+	ASSERT_EQ(f.cpu.cpu_ns, 0, "cpu");
+	ASSERT_EQ(f.proc.forks + f.proc.execs + f.proc.exits, 0, "process events");
+	ASSERT_EQ(f.cpu.runq.count, 0, "run-queue waits");
 	ASSERT_EQ(f.events_received, 0, "events");
 out:
 	collector__free(c);
@@ -617,8 +622,8 @@ TEST(TIER_BPF, reused_slot_ignores_old_threads)
 	ASSERT_EQ(wait_driver(pid, NULL), 0, "driver");
 	close(pipefd[0]);
 	ASSERT_OK(final_figures(c, slot2, new_cg, &f), "read");
-	ASSERT_EQ(f.cpu_ns, 0, "cpu of the old task's process");
-	ASSERT_EQ(f.execs + f.forks, 0, "process events");
+	ASSERT_EQ(f.cpu.cpu_ns, 0, "cpu of the old task's process");
+	ASSERT_EQ(f.proc.execs + f.proc.forks, 0, "process events");
 out:
 	collector__free(c);
 }
@@ -677,21 +682,147 @@ TEST(TIER_BPF, direct_io_bytes_exact)
 	 * (a page the driver dirties goes out with the flusher, not from the driver), and
 	 * every byte read, which submit_bio also charges to the task's ioac.
 	 */
-	ASSERT_EQ(f.io_blk_write_bytes, 16 << 20, "block-layer write bytes");
-	ASSERT_EQ(f.io_blk_read_bytes, f.ioac.read_bytes, "block-layer read bytes = ioac's");
-	ASSERT_GE(f.io_write_ops, 16, "write requests (a 1 MiB write may be split in two)");
-	ASSERT_LE(f.io_write_ops, 32, "write requests");
-	ASSERT_GE(f.io_read_ops, 8, "read requests");
+	ASSERT_EQ(f.io.write_bytes, 16 << 20, "block-layer write bytes");
+	ASSERT_EQ(f.io.read_bytes, f.ioac.read_bytes, "block-layer read bytes = ioac's");
+	ASSERT_GE(f.io.write_ops, 16, "write requests (a 1 MiB write may be split in two)");
+	ASSERT_LE(f.io.write_ops, 32, "write requests");
+	ASSERT_GE(f.io.read_ops, 8, "read requests");
 	/*
 	 * Latency needs the completion, which now and then never reaches the program
 	 * (docs/ARCHITECTURE.md): at most one sample per request, and most of them.
 	 */
-	ASSERT_LE(f.io_latency.count, f.io_read_ops + f.io_write_ops, "a latency per request");
-	ASSERT_GE(f.io_latency.count, (f.io_read_ops + f.io_write_ops) / 2, "latency samples");
+	ASSERT_LE(f.io.lat.count, f.io.read_ops + f.io.write_ops, "a latency per request");
+	ASSERT_GE(f.io.lat.count, (f.io.read_ops + f.io.write_ops) / 2, "latency samples");
 	/* +1: the "0" the driver wrote to cgroup.procs is counted once it is inside. */
 	ASSERT_EQ(f.ioac.wchar, (16 << 20) + 1, "wchar");
 out:
 	collector__free(fx.c);
+}
+
+/* A loop device of the test's own over a file in its tmp folder; -1 if none. */
+static int loop_attach(const char *backing, char *dev, size_t len)
+{
+	struct loop_info64 info = { .lo_flags = LO_FLAGS_AUTOCLEAR };
+	int ctl, n, fd, bfd, rc = -1;
+
+	bfd = open(backing, O_RDWR | O_CREAT, 0600);
+	if (bfd < 0 || ftruncate(bfd, 8 << 20))
+		goto out;
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (ctl >= 0)
+		close(ctl);
+	if (n < 0)
+		goto out;
+	snprintf(dev, len, "/dev/loop%d", n);
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		goto out;
+	if (ioctl(fd, LOOP_SET_FD, bfd) || ioctl(fd, LOOP_SET_STATUS64, &info)) {
+		close(fd);
+		goto out;
+	}
+	rc = fd; /* detached (autoclear) when the last descriptor closes */
+out:
+	if (bfd >= 0)
+		close(bfd);
+	return rc;
+}
+
+/* Field i of /sys/block/NAME/stat (5: write merges, 4: write I/Os). */
+static __u64 blk_stat(const char *dev, int i)
+{
+	unsigned long long v[11] = { 0 };
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", strrchr(dev, '/') + 1);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) != 11)
+		v[i] = 0;
+	fclose(f);
+	return v[i];
+}
+
+#define MERGE_WRITES 64
+
+/* 64 adjacent 4 KiB direct writes in one io_submit: plugged, each bio joins the first. */
+static int aio_driver(void *arg)
+{
+	struct iocb cbs[MERGE_WRITES], *list[MERGE_WRITES];
+	struct io_event ev[MERGE_WRITES];
+	aio_context_t ctx = 0;
+	void *buf;
+	int fd, got = 0;
+
+	fd = open(arg, O_WRONLY | O_DIRECT);
+	if (fd < 0 || posix_memalign(&buf, 4096, 4096) || syscall(SYS_io_setup, 128, &ctx))
+		return 1;
+	memset(buf, 3, 4096);
+	memset(cbs, 0, sizeof(cbs));
+	for (int i = 0; i < MERGE_WRITES; i++) {
+		cbs[i].aio_fildes = (__u32)fd;
+		cbs[i].aio_lio_opcode = IOCB_CMD_PWRITE;
+		cbs[i].aio_buf = (__u64)(uintptr_t)buf;
+		cbs[i].aio_nbytes = 4096;
+		cbs[i].aio_offset = (__s64)i * 4096;
+		list[i] = &cbs[i];
+	}
+	if (syscall(SYS_io_submit, ctx, MERGE_WRITES, list) != MERGE_WRITES)
+		return 2;
+	while (got < MERGE_WRITES) {
+		long n = syscall(SYS_io_getevents, ctx, 1, MERGE_WRITES - got, ev, NULL);
+
+		if (n <= 0)
+			return 3;
+		for (long i = 0; i < n; i++)
+			if (ev[i].res != 4096)
+				return 4;
+		got += (int)n;
+	}
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return 0;
+}
+
+/*
+ * Merged bios against the kernel's own count: the task is the only writer to a loop
+ * device of the test's own, so the device's write merges (its stat file) are the task's,
+ * and so are its write requests.
+ */
+TEST(TIER_BPF, merged_bios_match_the_devices_merges)
+{
+	struct fixture fx = { 0 };
+	struct task_figures f;
+	__u64 merges, ios;
+	char dev[64];
+	int lfd;
+
+	lfd = loop_attach(tu_tmp("loop.img"), dev, sizeof(dev));
+	if (!CHECK(lfd >= 0, "a loop device of the test's own: %s", strerror(errno)))
+		return;
+	if (!fixture_open(&fx, 0))
+		goto out;
+	merges = blk_stat(dev, 5);
+	ios = blk_stat(dev, 4);
+	ASSERT_EQ(wait_driver(start_driver(fx.cg, aio_driver, dev), NULL), 0, "driver");
+	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
+	merges = blk_stat(dev, 5) - merges;
+	ios = blk_stat(dev, 4) - ios;
+	printf("# %s: %llu write requests, %llu merges; task: %llu write ops, %llu merged bios\n",
+	       dev, (unsigned long long)ios, (unsigned long long)merges,
+	       (unsigned long long)f.io.write_ops, (unsigned long long)f.io.merged_bios);
+	ASSERT_GE(merges, 1, "the batch merged on the device");
+	ASSERT_EQ(f.io.merged_bios, merges, "merged bios = the device's write merges");
+	ASSERT_EQ(f.io.write_ops + f.io.merged_bios, MERGE_WRITES,
+		  "each write: a request or a merge");
+	ASSERT_EQ(f.io.write_bytes, MERGE_WRITES * 4096, "block-layer write bytes");
+out:
+	collector__free(fx.c);
+	close(lfd);
 }
 
 static int touch_driver(void *arg)
@@ -717,10 +848,10 @@ TEST(TIER_BPF, peak_rss_covers_touched_memory)
 		goto out;
 	ASSERT_EQ(wait_driver(start_driver(fx.cg, touch_driver, NULL), NULL), 0, "driver");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
-	ASSERT_GE(f.peak_rss_bytes, 64 << 20, "peak covers 64 MiB touched");
+	ASSERT_GE(f.mem.peak_rss_bytes, 64 << 20, "peak covers 64 MiB touched");
 	/* The driver is a copy of this (ASan) test binary: allow for its own memory. */
-	ASSERT_LE(f.peak_rss_bytes, (64 << 20) + (512 << 20), "peak is not wildly off");
-	ASSERT_LE(f.rss_bytes, 4 << 20, "resident memory falls back when the task is gone");
+	ASSERT_LE(f.mem.peak_rss_bytes, (64 << 20) + (512 << 20), "peak is not wildly off");
+	ASSERT_LE(f.mem.rss_bytes, 4 << 20, "resident memory falls back when the task is gone");
 out:
 	collector__free(fx.c);
 }

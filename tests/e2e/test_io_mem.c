@@ -207,6 +207,8 @@ TEST(TIER_E2E, oom_kill_is_counted)
 	ASSERT_EQ(r.status, 0, "memtouch was killed by the OOM killer (137)");
 	rec = tu_load_json(json);
 	ASSERT_EQ(tu_metric(rec, "proc.oom_kills"), 1, "proc.oom_kills");
+	ASSERT_STREQ(json_str(json_get(rec, "sources"), "proc.oom_kills"), "bpf:mark_victim",
+		     "the OOM kill's source is mark_victim, not the fork/exec programs");
 	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 1, "the killed process failed");
 	ASSERT_EQ(tu_events(rec, "oom_kill", "memtouch OOM-killed"), 1, "the OOM kill, listed");
 	ASSERT_EQ(tu_events(rec, "failed_exit", "killed by signal 9"), 1, "its exit, listed");
@@ -243,6 +245,8 @@ TEST(TIER_E2E, collect_narrows_what_is_loaded_and_recorded)
 	rec = tu_load_json(json);
 	ASSERT_STREQ(json_str(json_get(rec, "collector"), "collect"), "cpu", "the record says");
 	ASSERT_TRUE(!json_get(json_get(rec, "metrics"), "io.blk_write_bytes") &&
+			    !json_get(json_get(rec, "metrics"), "io.merged_bios") &&
+			    !json_get(json_get(rec, "sources"), "proc.oom_kills") &&
 			    !json_get(json_get(rec, "metrics"), "net.tcp.connect_attempts") &&
 			    !json_get(json_get(rec, "metrics"), "http.requests") &&
 			    !json_get(json_get(rec, "histograms"), "io.latency"),

@@ -308,6 +308,8 @@ TEST(TIER_E2E, process_that_leaves_keeps_what_it_did)
 	if (!ASSERT_EQ(sscanf(buf, "%lf %lf", &before, &read_before), 2, "truth"))
 		return;
 	ASSERT_EQ(tu_metric(rec, "proc.left_task"), 1, "one process left the task");
+	ASSERT_STREQ(json_str(json_get(rec, "sources"), "proc.left_task"), "bpf:cgroup_attach_task",
+		     "credited to cgroup_attach_task");
 	ASSERT_TRUE(strstr(r.err, "1 left the task") != NULL, "the summary says so");
 	/*
 	 * Its 10 MiB of direct reads and whatever python read to start (its /proc/PID/io
@@ -374,6 +376,8 @@ TEST(TIER_E2E, command_not_found_still_gets_a_record)
 	rec = tu_load_json(json);
 	ASSERT_STREQ(str(rec, "status"), "exec_failed", "the record says exec_failed");
 	ASSERT_EQ(tu_metric(rec, "proc.exec_failures"), 1, "its one failed execve");
+	ASSERT_STREQ(json_str(json_get(rec, "sources"), "proc.exec_failures"),
+		     "bpf:uretprobe libc execve", "credited to the execve uretprobe");
 	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
 	list = tu_parse_json(r.out);
 	ASSERT_STREQ(str(tu_find(list, "id", "nf-1"), "status"), "not_found", "stored");

@@ -49,8 +49,8 @@ static void add_task(struct store *s, const char *id, const char *job, bool end)
 	snprintf(t.host, sizeof(t.host), "fuzzhost");
 	t.start_real_ns = 1700000000000000000ULL;
 	t.wall_ns = 2000000000ULL;
-	t.fig.execs = 7;
-	t.fig.cpu_ns = 123456789;
+	t.fig.proc.execs = 7;
+	t.fig.cpu.cpu_ns = 123456789;
 	if (store__task_begin(s, &t, NULL, 0, &tid))
 		abort();
 	if (end && store__task_end(s, tid, &t))

@@ -208,12 +208,12 @@ static void fake_record(struct task_record *t, char **argv, int argc)
 	t->argv = argv;
 	t->argc = argc;
 	t->wall_ns = 123456789012ULL;
-	t->fig.cpu_ns = 98765432109ULL;
-	t->fig.forks = t->fig.execs = 123456789;
-	t->fig.max_alive = 4096;
-	t->fig.runq.slots[10] = 5;
-	t->fig.runq.slots[40] = 123456789012ULL;
-	t->fig.runq.count = 123456789017ULL;
+	t->fig.cpu.cpu_ns = 98765432109ULL;
+	t->fig.proc.forks = t->fig.proc.execs = 123456789;
+	t->fig.proc.max_alive = 4096;
+	t->fig.cpu.runq.slots[10] = 5;
+	t->fig.cpu.runq.slots[40] = 123456789012ULL;
+	t->fig.cpu.runq.count = 123456789017ULL;
 	t->have_cpu_stat = true;
 	t->cpu_stat.user_us = 98000000;
 	for (int i = 0; i < 8; i++) {
@@ -226,7 +226,7 @@ static void fake_record(struct task_record *t, char **argv, int argc)
 	t->leftovers = 12;
 	t->leftover_action = LEFTOVER_KILLED;
 	t->lost_total = 7;
-	t->fig.lost_events = 7;
+	t->fig.proc.lost_events = 7;
 }
 
 TEST(TIER_UNIT, summary_fits_80_columns)
@@ -296,8 +296,8 @@ static void full_record(struct task_record *t, char **argv, int argc, struct pha
 	/* Each figure its own value: a field read into its neighbour cannot pass. */
 	for (size_t i = 0; i < sizeof(t->fig) / sizeof(__u64); i++)
 		u[i] = 1000 + i * 7;
-	t->fig.max_alive = 33;
-	t->fig.peak_rss_bytes = 123456789;
+	t->fig.proc.max_alive = 33;
+	t->fig.mem.peak_rss_bytes = 123456789;
 	for (int k = 0; k < NOTE_KINDS; k++) {
 		struct note n = { .t_ns = (__u64)(k + 1) * 1500000000ULL,
 				  .kind = (enum note_kind)k,
