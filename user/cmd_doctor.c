@@ -12,6 +12,8 @@
 #include "collector.h"
 #include "commands.h"
 #include "config.h"
+#include "conninfo.h"
+#include "conninfo.h"
 #include "sink.h"
 #include "spool.h"
 #include "store.h"
@@ -88,7 +90,7 @@ static int sink_check_fill(struct check *c, const char *config)
 		snprintf(c->detail, sizeof(c->detail), "off: tasks stay on this host ('sink =')");
 		return 0;
 	}
-	if (sink_check(cfg.sink, name, sizeof(name), c->detail, sizeof(c->detail)))
+	if (conninfo_check(cfg.sink, name, sizeof(name), c->detail, sizeof(c->detail)))
 		return 0;
 	s = store__open(env && *env ? env : cfg.db, false, cfg.db_gid);
 	if (!s || store__sink_state(s, &st)) {

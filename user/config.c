@@ -10,7 +10,8 @@
 
 #include "collect.h"
 #include "config.h"
-#include "sink.h"
+#include "conninfo.h"
+#include "conninfo.h"
 #include "taskprobe.h"
 #include "util.h"
 
@@ -182,7 +183,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 				 sizeof(c->sink) - 1);
 			return -EINVAL;
 		}
-		if (sink_check(val, NULL, 0, sink_why + 6, sizeof(sink_why) - 6))
+		if (conninfo_check(val, NULL, 0, sink_why + 6, sizeof(sink_why) - 6))
 			return -EINVAL;
 		return set_str(c->sink, sizeof(c->sink), val);
 	}

@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "config.h"
+#include "conninfo.h"
 #include "hist.h"
 #include "metrics.h"
 #include "query.h"
-#include "sink.h"
+#include "conninfo.h"
 #include "util.h"
 
 struct store *query_open_store(const char *db, const char *config)
@@ -22,7 +23,7 @@ struct store *query_open_store(const char *db, const char *config)
 		return NULL;
 	path = db ? db : env && *env ? env : cfg.db;
 	/* A fleet's PostgreSQL: its password from the config's passfile or PGPASSFILE. */
-	if (sink_is_conninfo(path))
+	if (conninfo_is(path))
 		return store__open_fleet(path, cfg.sink_passfile);
 	return store__open(path, false, cfg.db_gid);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conninfo.h"
 #include "sink.h"
 #include "ship.h"
 #include "util.h"
@@ -42,7 +43,7 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 	int n, err = 0;
 
 	memset(res, 0, sizeof(*res));
-	if (sink_check(cfg->sink, res->sink, sizeof(res->sink), res->error, sizeof(res->error)))
+	if (conninfo_check(cfg->sink, res->sink, sizeof(res->sink), res->error, sizeof(res->error)))
 		return -1;
 	if (store__sink_state(local, &st)) {
 		snprintf(res->error, sizeof(res->error), "the local store: cannot read the outbox");
@@ -177,7 +178,7 @@ int ship_name_sink(struct store *local, const struct config *cfg)
 {
 	char name[256], why[512];
 
-	if (sink_check(cfg->sink, name, sizeof(name), why, sizeof(why)))
+	if (conninfo_check(cfg->sink, name, sizeof(name), why, sizeof(why)))
 		return -1;
 	return store__sink_name(local, name) ? -1 : 0;
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The fleet's PostgreSQL: connection strings, the schema and its migrations, shipping. */
+/* The fleet's PostgreSQL: the connection, the schema and its migrations, shipping. */
 #include <ctype.h>
 #include <errno.h>
 #include <poll.h>
@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include "conninfo.h"
 #include "sink.h"
 #include "util.h"
 
@@ -52,105 +53,6 @@ static const char *const migrations[SINK_SCHEMA] = {
 	" points integer NOT NULL, data bytea NOT NULL, PRIMARY KEY (task, seq));",
 };
 
-bool sink_is_conninfo(const char *s)
-{
-	const char *p = s;
-
-	if (!strncmp(s, "postgresql://", 13) || !strncmp(s, "postgres://", 11))
-		return true;
-	/* "host=... dbname=...": a keyword, then '='; a path has a '/' or '.' first. */
-	while (islower((unsigned char)*p) || *p == '_')
-		p++;
-	while (*p == ' ')
-		p++;
-	return p > s && *p == '=';
-}
-
-/*
- * libpq's message as one line, with what it quotes of the string left out: a string
- * it could not parse may hold a password that the refusal below never got to see.
- */
-static void one_line(char *out, size_t len, const char *msg, bool unquote)
-{
-	size_t o = 0;
-	bool quoted = false, space = false;
-
-	for (const char *p = msg ? msg : ""; *p && o + 4 < len; p++) {
-		if (unquote && *p == '"') {
-			quoted = !quoted;
-			if (quoted && o + 7 < len) {
-				if (space)
-					out[o++] = ' ';
-				memcpy(out + o, "\"...\"", 5);
-				o += 5;
-				space = false;
-			}
-			continue;
-		}
-		if (quoted)
-			continue;
-		if (isspace((unsigned char)*p)) {
-			space = o > 0;
-			continue;
-		}
-		if (space && o + 2 < len)
-			out[o++] = ' ';
-		space = false;
-		out[o++] = *p;
-	}
-	while (o && (out[o - 1] == '.' || out[o - 1] == ' '))
-		o--;
-	out[o < len ? o : len - 1] = '\0';
-}
-
-static const char *opt(const PQconninfoOption *o, const char *kw)
-{
-	for (; o && o->keyword; o++)
-		if (!strcmp(o->keyword, kw))
-			return o->val && *o->val ? o->val : NULL;
-	return NULL;
-}
-
-int sink_check(const char *conninfo, char *name, size_t nlen, char *why, size_t wlen)
-{
-	PQconninfoOption *o;
-	const char *host, *port, *user, *db;
-	char *msg = NULL;
-
-	if (!sink_is_conninfo(conninfo)) {
-		snprintf(why, wlen,
-			 "not a PostgreSQL connection string: use postgresql://USER@HOST/DB "
-			 "or 'host=... dbname=...'");
-		return -EINVAL;
-	}
-	o = PQconninfoParse(conninfo, &msg);
-	if (!o) {
-		char line[256];
-
-		one_line(line, sizeof(line), msg ? msg : "out of memory", true);
-		snprintf(why, wlen, "not a valid connection string: %s", line);
-		PQfreemem(msg);
-		return -EINVAL;
-	}
-	if (opt(o, "password")) {
-		PQconninfoFree(o);
-		snprintf(why, wlen,
-			 "the connection string holds a password, which would show in ps and "
-			 "logs; put it in a .pgpass file (sink_passfile or PGPASSFILE)");
-		return -EINVAL;
-	}
-	host = opt(o, "host") ? opt(o, "host") : opt(o, "hostaddr");
-	port = opt(o, "port");
-	user = opt(o, "user");
-	db = opt(o, "dbname");
-	if (name)
-		snprintf(name, nlen, "postgresql://%s%s%s%s%s/%s", user ? user : "",
-			 user ? "@" : "", host ? host : "", port ? ":" : "", port ? port : "",
-			 db ? db : "");
-	PQconninfoFree(o);
-	return 0;
-}
-
 static void quiet_notice(void *arg, const char *message)
 {
 }
@@ -159,7 +61,7 @@ static void set_err(struct sink *k, const char *what, const char *msg)
 {
 	char line[400];
 
-	one_line(line, sizeof(line), msg, false);
+	pg_message_line(line, sizeof(line), msg, false);
 	snprintf(k->err, sizeof(k->err), "%s: %s", what, line[0] ? line : "unknown error");
 }
 
@@ -328,7 +230,7 @@ int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool m
 	k->timeout_s = timeout_s > 0 ? timeout_s : 60;
 	if (!passfile || !*passfile)
 		kw[3] = NULL;
-	if (sink_check(conninfo, k->name, sizeof(k->name), k->err, sizeof(k->err)))
+	if (conninfo_check(conninfo, k->name, sizeof(k->name), k->err, sizeof(k->err)))
 		return -1;
 	/* libpq ignores a passfile others may read, with a warning of its own: said here. */
 	if (passfile && *passfile) {

@@ -28,13 +28,6 @@ struct sink {
 
 struct pg_result; /* libpq's PGresult */
 
-/* A libpq URI (postgresql://, postgres://) or "keyword=value ..." string. */
-bool sink_is_conninfo(const char *s);
-/*
- * Parses a connection string and refuses one that holds a password. Its display name
- * (never a password) goes to name unless NULL. 0, or -EINVAL with why said in why.
- */
-int sink_check(const char *conninfo, char *name, size_t nlen, char *why, size_t wlen);
 /*
  * Connects (passfile: a .pgpass file, "" or NULL for libpq's own PGPASSFILE or
  * ~/.pgpass), then brings the schema to SINK_SCHEMA when migrate, else checks it;

@@ -16,6 +16,7 @@
 
 #include "metrics.h"
 #include "pgstore.h"
+#include "conninfo.h"
 #include "sink.h"
 #include "store.h"
 #include "task_json.h"
@@ -314,7 +315,7 @@ fail:
 
 struct store *store__open(const char *path, bool create, gid_t gid)
 {
-	if (sink_is_conninfo(path)) {
+	if (conninfo_is(path)) {
 		tp_err("the task store is a local file; a fleet's PostgreSQL is the config's "
 		       "'sink =', and the queries' --db");
 		return NULL;

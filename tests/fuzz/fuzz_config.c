@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "conninfo.h"
 #include "rules.h"
 #include "series.h"
 #include "sink.h"
@@ -29,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		char why[320];
 
-		if (c.sink[0] && sink_check(c.sink, NULL, 0, why, sizeof(why)))
+		if (c.sink[0] && conninfo_check(c.sink, NULL, 0, why, sizeof(why)))
 			__builtin_trap();
 	}
 	/* The same text as a rule line, compiled or refused; then matched against itself. */

@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "conninfo.h"
 #include "harness.h"
 #include "json.h"
 #include "pgstore.h"
 #include "query.h"
+#include "conninfo.h"
 #include "sink.h"
 #include "store.h"
 #include "testutil.h"
@@ -136,25 +138,25 @@ TEST(TIER_UNIT, sink_strings_never_hold_a_password)
 	char name[256], why[512];
 
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		ASSERT_TRUE(sink_is_conninfo(good[i]), good[i]);
-		CHECK(!sink_check(good[i], name, sizeof(name), why, sizeof(why)), "%s: %s", good[i],
-		      why);
+		ASSERT_TRUE(conninfo_is(good[i]), good[i]);
+		CHECK(!conninfo_check(good[i], name, sizeof(name), why, sizeof(why)), "%s: %s",
+		      good[i], why);
 	}
-	ASSERT_STREQ((sink_check(good[1], name, sizeof(name), why, sizeof(why)), name),
+	ASSERT_STREQ((conninfo_check(good[1], name, sizeof(name), why, sizeof(why)), name),
 		     "postgresql://tp@10.0.0.1:5433/fleet", "the display name");
 	for (size_t i = 0; i < ARRAY_SIZE(with_pw); i++) {
-		ASSERT_EQ(sink_check(with_pw[i], name, sizeof(name), why, sizeof(why)), -EINVAL,
+		ASSERT_EQ(conninfo_check(with_pw[i], name, sizeof(name), why, sizeof(why)), -EINVAL,
 			  with_pw[i]);
 		CHECK(strstr(why, "holds a password") && !strstr(why, "hunter2"), "%s: %s",
 		      with_pw[i], why);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(broken); i++) {
-		ASSERT_EQ(sink_check(broken[i], name, sizeof(name), why, sizeof(why)), -EINVAL,
+		ASSERT_EQ(conninfo_check(broken[i], name, sizeof(name), why, sizeof(why)), -EINVAL,
 			  broken[i]);
 		CHECK(!strstr(why, "hunter2") && !strchr(why, '\n'), "%s: %s", broken[i], why);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(not_pg); i++)
-		ASSERT_FALSE(sink_is_conninfo(not_pg[i]), not_pg[i]);
+		ASSERT_FALSE(conninfo_is(not_pg[i]), not_pg[i]);
 }
 
 TEST(TIER_UNIT, config_sink_lines)
