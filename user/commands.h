@@ -38,7 +38,7 @@ struct run_opts {
 #define RUN_INTERVAL_MIN 100
 #define RUN_INTERVAL_MAX 60000
 
-/* Exit statuses of `run` that are not the command's own (SPEC section 3). */
+/* Exit statuses of `run` that are not the command's own (README.md, `taskprobe run`). */
 #define EXIT_TP_FAILED 125
 #define EXIT_NOT_EXECUTABLE 126
 #define EXIT_NOT_FOUND 127

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The host labels recorded with every task (SPEC section 6). */
+/* The host labels recorded with every task (docs/storage.md, table `labels`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

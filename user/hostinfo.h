@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The host labels recorded with every task (SPEC section 6). */
+/* The host labels recorded with every task (docs/storage.md, table `labels`). */
 #ifndef TP_HOSTINFO_H
 #define TP_HOSTINFO_H
 

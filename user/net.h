@@ -14,7 +14,7 @@
 #include "json.h"
 #include "taskprobe.h"
 
-/* SPEC 4: what makes an HTTP failure. */
+/* What makes an HTTP failure: docs/task-record.md, "HTTP outcomes" and `http.failures`. */
 enum http_failure {
 	HTTP_FAIL_5XX,
 	HTTP_FAIL_429,

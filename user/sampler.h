@@ -10,7 +10,7 @@
 #include "series.h"
 #include "store.h"
 
-/* Series reach the store at least this often (SPEC section 6). */
+/* Series reach the store at least this often (every 5 s: docs/storage.md). */
 #define SAMPLER_FLUSH_MS 5000
 
 struct sampler {

@@ -2,7 +2,7 @@
 /*
  * The task's own metrics language on the metrics socket: statsd lines
  * ("name:value|c", "|g", "|ms", tags "|#k:v,k2:v2") and "phase:begin:NAME" /
- * "phase:end:NAME". Every limit of SPEC section 9 is a counted rejection.
+ * "phase:end:NAME". Every limit of docs/metrics-language.md is a counted rejection.
  */
 #ifndef TP_USERMETRICS_H
 #define TP_USERMETRICS_H

@@ -152,7 +152,7 @@ static bool id_char(char c)
 }
 
 /*
- * SPEC section 9: [A-Za-z0-9._:@-]{1,128}, except "." and "..", which would name the
+ * A task id: [A-Za-z0-9._:@-]{1,128}, except "." and "..", which would name the
  * cgroup directory itself or its parent.
  */
 bool tp_valid_id(const char *id)

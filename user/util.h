@@ -38,7 +38,7 @@ void tp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tp_verbose_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tp_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* What tp_valid_id takes, for messages and help: SPEC section 9's pattern, not "." or "..". */
+/* What tp_valid_id takes, in words for messages and help (docs/task-record.md, `id`). */
 #define TP_ID_RULE "1 to 128 of A-Z a-z 0-9 . _ : @ - (not . or ..)"
 bool tp_valid_id(const char *id);
 /* Splits "K=V" in place into key and value; -EINVAL with a reason when malformed. */

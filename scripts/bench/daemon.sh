@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The host daemon under load (SPEC 8: 200 concurrent tasks, RSS <= 32 MiB, CPU <= 2 %
+# The host daemon under load (docs/PERFORMANCE.md: 200 tasks, RSS <= 32 MiB, CPU <= 2 %
 # of a core): a daemon of this script's own (socket, database, port, cgroups) tracks
 # N idle tasks (a sleep each, 1 s series) for SECS; then the series answer at 1000
 # points, and `run -- /bin/true` through the daemon against embedded, interleaved.

@@ -449,7 +449,7 @@ static int wait_run(pid_t pid)
 
 /*
  * Three concurrent runs through one daemon, then the same three embedded: both equal
- * burn's own rusage (SPEC 8: CPU within 2 %) and the processes each made, exactly.
+ * burn's own rusage (CPU within 2 %) and the processes each made, exactly.
  */
 TEST(TIER_E2E, runs_through_the_daemon_equal_embedded)
 {

@@ -328,7 +328,7 @@ static void check_modes(const char *dir, const char *db, unsigned dmode, unsigne
 	CHECK(file_mode(f) == dmode, "%s: mode %o, expected %o", f, file_mode(f), dmode);
 }
 
-/* SPEC 9: only root, or the configured db_group, reads the tasks' command lines. */
+/* Only root, or the configured db_group, reads the tasks' command lines (docs/storage.md). */
 TEST(TIER_E2E, database_is_root_only_or_its_group)
 {
 	char dir[512], db[600], gdir[512], gdb[600], conf[512];
@@ -398,7 +398,7 @@ static bool copy_file(const char *from, const char *to)
 }
 
 /*
- * SPEC 9: a database damaged anywhere is an error, never an empty answer. 8 KiB of
+ * A database damaged anywhere is an error, never an empty answer (docs/storage.md). 8 KiB of
  * garbage over each page in turn: list and count either fail with the one-line
  * corrupt-database error, or answer exactly what the undamaged database answers
  * (the damage hit pages they do not read).

@@ -36,7 +36,7 @@ TEST(TIER_UNIT, series_round_trip_and_size)
 	ASSERT_OK(series_decode(blob, len, &out, &n), "decode");
 	ASSERT_EQ(n, N, "points");
 	CHECK(n == N && !memcmp(in, out, sizeof(in)), "decoded points differ");
-	/* SPEC section 8: at most 16 KiB per task-hour of 1 s series. */
+	/* At most 16 KiB per task-hour of 1 s series (the target in docs/PERFORMANCE.md). */
 	printf("    an hour of noisy 1 s samples encodes to %zu bytes\n", len);
 	ASSERT_LE(len, 16 * 1024, "bytes per task-hour");
 	((unsigned char *)blob)[len / 2] ^= 0x55;
