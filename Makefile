@@ -47,7 +47,7 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.bpf.o,$(BPF_SRCS))
 SKEL      := $(BPFOUT)/taskprobe.skel.h
 
 # The collector core and every module but main.c: linked into the binary and the tests.
-CORE_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+CORE_SRCS := $(filter-out user/cli/main.c,$(wildcard user/*/*.c))
 CORE_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(CORE_SRCS))
 TEST_SRCS := $(wildcard tests/*.c tests/unit/*.c tests/bpf/*.c tests/e2e/*.c)
 TEST_OBJS := $(patsubst %.c,$(OUT)/%.o,$(TEST_SRCS))
@@ -92,7 +92,7 @@ $(OUT)/tests/%.o: tests/%.c | $(SKEL)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests -c $< -o $@
 
-$(BIN): $(OUT)/user/main.o $(CORE_OBJS)
+$(BIN): $(OUT)/user/cli/main.o $(CORE_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -162,10 +162,12 @@ fuzz: $(FUZZ_TARGETS)
 			"$$(grep -o 'Done [0-9]* runs' build/fuzz/$$(basename $$t).log)"; \
 	done
 
-# check: dependencies, the plain build, the fuzzers, then every tier against the
-# sanitized build (its last line is the "N passed, N failed" count).
+# check: dependencies, the layer rule of docs/ARCHITECTURE.md, the plain build, the
+# fuzzers, then every tier against the sanitized build (its last line is the
+# "N passed, N failed" count).
 check: deps
 	$(Q)$(MAKE) --no-print-directory format-check
+	$(Q)python3 scripts/check-layers.py
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory fuzz
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined test
@@ -184,7 +186,7 @@ install: $(BIN)
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/taskprobe
 
-FORMAT_SRCS = $(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.h scripts/bench/*.c tests/*.c tests/*.h \
+FORMAT_SRCS = $(wildcard bpf/*.c bpf/*.h include/*.h user/*/*.c user/*/*.h scripts/bench/*.c tests/*.c tests/*.h \
 		tests/*/*.c)
 
 format:
@@ -201,9 +203,9 @@ compile_commands.json:
 		e = lambda f, cc, fl: {"directory": os.getcwd(), "file": f, "command": cc + " " + fl + " -c " + f}; \
 		json.dump([e(f, os.environ["CC_"], os.environ["CFLAGS_"] + " -Itests") for f in sys.argv[1].split()] + \
 			  [e(f, os.environ["CLANG_"], os.environ["BPFCFLAGS_"]) for f in sys.argv[2].split()], \
-			  open("$@", "w"), indent=1)' '$(CORE_SRCS) user/main.c $(TEST_SRCS)' '$(BPF_SRCS)'
+			  open("$@", "w"), indent=1)' '$(CORE_SRCS) user/cli/main.c $(TEST_SRCS)' '$(BPF_SRCS)'
 
 clean:
 	$(Q)rm -rf build compile_commands.json
 
--include $(wildcard $(OUT)/user/*.d $(OUT)/tests/*.d $(OUT)/tests/*/*.d)
+-include $(wildcard $(OUT)/user/*/*.d $(OUT)/tests/*.d $(OUT)/tests/*/*.d)

@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define MAX_TESTS 256
 #define TEST_TIMEOUT_S 300

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#include "json.h"
+#include "base/json.h"
 
 struct tu_result {
 	int status; /* shell-style: code, or 128 + signal; -1 when it could not run */

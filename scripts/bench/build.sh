@@ -39,15 +39,16 @@ if [ "$mode" = daemon ]; then
 fi
 for ((c = 0; c < copies; c++)); do
 	mkdir "$dir/c$c"
-	cp "$here"/user/*.c "$dir/c$c/"
+	cp "$here"/user/*/*.c "$dir/c$c/"
 done
-cp "$here"/user/*.h "$here"/include/taskprobe.h "$here"/build/bpf/taskprobe.skel.h "$dir"/
+(cd "$here"/user && cp --parents */*.h "$dir"/)
+cp "$here"/include/taskprobe.h "$here"/build/bpf/taskprobe.skel.h "$dir"/
 cat > "$dir/Makefile" <<'MK'
 SRCS := $(wildcard c*/*.c)
 OBJS := $(SRCS:.c=.o)
 all: $(OBJS)
 %.o: %.c
-	gcc -O2 -g -w -D_GNU_SOURCE -DTP_VERSION=\"bench\" -c -I. $< -o $@
+	gcc -O2 -g -w -D_GNU_SOURCE -DTP_VERSION=\"bench\" -c -I. -I/usr/include/postgresql $< -o $@
 clean:
 	rm -f $(OBJS)
 MK

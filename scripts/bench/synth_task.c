@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "phases.h"
-#include "series.h"
-#include "store.h"
-#include "task.h"
-#include "util.h"
+#include "model/phases.h"
+#include "model/series.h"
+#include "store/store.h"
+#include "model/task.h"
+#include "base/util.h"
 
 int main(int argc, char **argv)
 {

@@ -23,13 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "collect.h"
-#include "collector.h"
+#include "collector/cgroup.h"
+#include "model/collect_kinds.h"
+#include "collector/collector.h"
 #include "harness.h"
-#include "net.h"
+#include "model/net_figures.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 typedef int (*driver_fn)(void *arg);
 

@@ -20,11 +20,11 @@
 
 #include <bpf/bpf.h>
 
-#include "cgroup.h"
-#include "config.h"
+#include "collector/cgroup.h"
+#include "model/config.h"
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Exit status of pid within 10 s, or -1. */
 static int wait_exit(pid_t pid)

@@ -8,7 +8,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 /*
  * A loopback connection of its own: the client sends 4 MiB in 64 paced writes, then

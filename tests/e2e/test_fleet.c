@@ -18,7 +18,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 /* The ports a connect to which is an HTTP failure: one nothing listens on. */
 #define DEAD_HTTP_PORT "29998"

@@ -18,7 +18,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 enum { WORKERS = 3, RUNS = 3, JOBS = WORKERS + RUNS, EXECS = 20, BURN_MS = 300 };
 

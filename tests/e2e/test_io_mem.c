@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 #define MIB (1024.0 * 1024.0)
 

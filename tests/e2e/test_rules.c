@@ -6,7 +6,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 TEST(TIER_E2E, exec_rules_count_clones_and_fetches)
 {

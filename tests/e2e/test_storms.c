@@ -14,7 +14,7 @@
 
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 static double now_s(void)
 {

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "util.h"
+#include "cli/commands.h"
+#include "base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "conninfo.h"
-#include "rules.h"
-#include "series.h"
-#include "sink.h"
+#include "model/config.h"
+#include "base/conninfo.h"
+#include "model/rules.h"
+#include "model/series.h"
+#include "store/sink.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

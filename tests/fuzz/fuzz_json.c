@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "summary.h"
-#include "task.h"
-#include "task_json.h"
+#include "base/json.h"
+#include "view/summary.h"
+#include "model/task.h"
+#include "model/task_json.h"
 
 static void write_value(struct jw *w, const struct json *j)
 {

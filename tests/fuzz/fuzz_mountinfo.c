@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cgroup.h"
+#include "collector/cgroup.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

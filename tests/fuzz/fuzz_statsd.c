@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "usermetrics.h"
+#include "model/user_metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

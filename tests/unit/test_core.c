@@ -4,18 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup.h"
+#include "collector/cgroup.h"
 #include "harness.h"
-#include "hist.h"
-#include "htab.h"
-#include "json.h"
-#include "metrics.h"
-#include "phases.h"
-#include "rules.h"
-#include "summary.h"
-#include "usermetrics.h"
-#include "task.h"
-#include "task_json.h"
+#include "base/hist.h"
+#include "base/htab.h"
+#include "base/json.h"
+#include "model/metric_descs.h"
+#include "model/phases.h"
+#include "model/rules.h"
+#include "view/summary.h"
+#include "model/user_metrics.h"
+#include "model/task.h"
+#include "model/task_json.h"
 #include "testutil.h"
 
 /* The BPF side's bucketing, compiled here as plain C (glibc defines __always_inline). */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "json.h"
-#include "net.h"
+#include "base/json.h"
+#include "model/net_figures.h"
 #include "testutil.h"
 
 static struct tp_dns_event dns(const char *name, const char *ip)

@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "collect.h"
-#include "commands.h"
-#include "control.h"
+#include "model/collect_kinds.h"
+#include "cli/commands.h"
+#include "session/control.h"
 #include "harness.h"
 #include "testutil.h"
-#include "util.h"
+#include "base/util.h"
 
 TEST(TIER_UNIT, valid_ids)
 {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 
 #include "harness.h"
-#include "usermetrics.h"
-#include "util.h"
+#include "model/user_metrics.h"
+#include "base/util.h"
 
 static enum um_reject parse(const char *s, struct um_line *l)
 {

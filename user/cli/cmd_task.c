@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/* `taskprobe task start|end`: a worker's own cgroup as a task of the daemon's. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "session/control.h"
+#include "session/hostinfo.h"
+#include "base/json.h"
+#include "view/summary.h"
+#include "model/task.h"
+#include "model/task_json.h"
+#include "base/util.h"
+
+const char task_usage[] =
+	"usage: taskprobe task start ID --cgroup PATH [--label K=V]... [--socket PATH]\n"
+	"       taskprobe task end ID [--json FILE] [--quiet] [--socket PATH]\n"
+	"A cgroup that a worker manages (a container's, a systemd unit's) as a task of the\n"
+	"running daemon: everything in it from start to end is the task's.\n"
+	"  --cgroup PATH   the cgroup (below the cgroup2 mount)\n"
+	"  --label K=V     label the task (repeatable, at most 64)\n"
+	"  --json FILE     end: write the task's record to FILE ('-': stdout)\n"
+	"  --quiet         end: print no summary\n"
+	"  --socket PATH   the daemon's control socket (default " CONTROL_SOCKET ",\n"
+	"                  or TASKPROBE_CONTROL)\n"
+	"start prints TASKPROBE_SOCKET=PATH: the task's metrics socket, for its processes.\n";
+
+static int task_start(const char *id, const char *cgroup, char **labels, int nlabels,
+		      const char *sock)
+{
+	char req[CONTROL_LINE_MAX], *ans, *nl;
+	size_t len, used;
+
+	used = (size_t)snprintf(req, sizeof(req), "start\t%s\t%s", id, cgroup);
+	for (int i = 0; i < nlabels && used < sizeof(req); i++)
+		used += (size_t)snprintf(req + used, sizeof(req) - used, "\t%s", labels[i]);
+	if (used + 2 > sizeof(req)) {
+		tp_err("task: the request is too long");
+		return 1;
+	}
+	strcat(req, "\n");
+	ans = control_ask(control_path(sock), req, &len, "task");
+	if (!ans)
+		return 1;
+	nl = strchr(ans, '\n');
+	if (nl)
+		*nl = '\0';
+	if (ans[2] == '\t' && ans[3])
+		printf("TASKPROBE_SOCKET=%s\n", ans + 3);
+	free(ans);
+	return 0;
+}
+
+static int task_end(const char *id, const char *json_path, bool quiet, const char *sock)
+{
+	char req[256], *ans, *rec;
+	struct task_record t;
+	struct json *j;
+	size_t len;
+	int ret = 1;
+
+	snprintf(req, sizeof(req), "end\t%s\n", id);
+	ans = control_ask(control_path(sock), req, &len, "task");
+	if (!ans)
+		return 1;
+	rec = strchr(ans, '\n');
+	rec = rec ? rec + 1 : ans + len;
+	if (json_path) {
+		FILE *f = strcmp(json_path, "-") ? fopen(json_path, "w") : stdout;
+
+		if (!f) {
+			tp_err("task: cannot write %s: %s", json_path, strerror(errno));
+		} else {
+			fputs(rec, f);
+			if (f != stdout)
+				fclose(f);
+		}
+	}
+	j = json_parse(rec, strlen(rec), NULL, 0);
+	if (!j || task_from_json(&t, j)) {
+		tp_err("task: the daemon's record of '%s' is damaged", id);
+		goto out;
+	}
+	if (!quiet)
+		task_print_summary(stderr, &t);
+	task_record_fini(&t);
+	ret = 0;
+out:
+	json_free(j);
+	free(ans);
+	return ret;
+}
+
+int cmd_task(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cgroup", required_argument, NULL, 'g' },
+		{ "label", required_argument, NULL, 'l' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *cgroup = NULL, *json_path = NULL, *sock = NULL, *why;
+	char *labels[TP_LABELS_MAX];
+	int nlabels = 0, opt;
+	bool quiet = false, start;
+
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'g':
+			cgroup = optarg;
+			break;
+		case 'l': {
+			char copy[TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2], *k, *v;
+
+			if (nlabels >= TP_LABELS_MAX) {
+				tp_err("task: at most %d labels", TP_LABELS_MAX);
+				return 2;
+			}
+			snprintf(copy, sizeof(copy), "%s", optarg);
+			if (strlen(optarg) >= sizeof(copy) || tp_parse_label(copy, &k, &v, &why)) {
+				tp_err("task: invalid label '%.64s': %s", optarg,
+				       strlen(optarg) >= sizeof(copy) ? "too long" : why);
+				return 2;
+			}
+			if (hostinfo_is_label(k)) {
+				tp_err("task: label '%s' names a host label", k);
+				return 2;
+			}
+			labels[nlabels++] = optarg;
+			break;
+		}
+		case 'j':
+			json_path = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'h':
+			fputs(task_usage, stdout);
+			return 0;
+		default:
+			tp_err("task: %s option '%s'; see 'taskprobe task --help'",
+			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (argc - optind != 2 || (strcmp(argv[optind], "start") && strcmp(argv[optind], "end"))) {
+		tp_err("task: use 'task start ID --cgroup PATH' or 'task end ID'");
+		return 2;
+	}
+	start = !strcmp(argv[optind], "start");
+	if (!tp_valid_id(argv[optind + 1])) {
+		tp_err("task: invalid task id '%.64s': use " TP_ID_RULE, argv[optind + 1]);
+		return 2;
+	}
+	if (start && !cgroup) {
+		tp_err("task: start needs --cgroup PATH");
+		return 2;
+	}
+	if (start && (strchr(cgroup, '\t') || strchr(cgroup, '\n'))) {
+		tp_err("task: the cgroup path holds a tab or a newline");
+		return 2;
+	}
+	if (!start && (cgroup || nlabels)) {
+		tp_err("task: end takes no --cgroup or --label");
+		return 2;
+	}
+	return start ? task_start(argv[optind + 1], cgroup, labels, nlabels, sock)
+		     : task_end(argv[optind + 1], json_path, quiet, sock);
+}
