@@ -990,7 +990,7 @@ TEST(TIER_BPF, tcp_figures_exact_on_loopback)
 	const struct http_host *h;
 	bool v6 = false;
 
-	http_ports_default(&ports);
+	http_ports__default(&ports);
 	if (!fixture_open(&fx, 0))
 		goto out;
 	ASSERT_EQ(wait_driver(start_driver(fx.cg, net_driver, NULL), NULL), 0, "driver");
@@ -1026,6 +1026,6 @@ TEST(TIER_BPF, tcp_figures_exact_on_loopback)
 		ASSERT_EQ(h->failures[HTTP_FAIL_5XX], 1, "an HTTP failure");
 	}
 out:
-	net_figures_fini(&nf);
+	net_figures__fini(&nf);
 	collector__free(fx.c);
 }

@@ -22,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	config_defaults(&c);
-	config_parse(&c, "fuzz.conf", text);
+	config__defaults(&c);
+	config__parse(&c, "fuzz.conf", text);
 	if (c.retain_days < 1 || c.max_db_mb < 1 || c.db[0] != '/')
 		__builtin_trap();
 	/* A sink the parser took is one the shipper takes: never one with a password. */

@@ -71,11 +71,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct task_record t;
 		FILE *nul = fopen("/dev/null", "w");
 
-		if (!task_from_json(&t, j) && nul)
-			task_print_summary(nul, &t);
+		if (!task_record__from_json(&t, j) && nul)
+			task_record__print_summary(nul, &t);
 		if (nul)
 			fclose(nul);
-		task_record_fini(&t);
+		task_record__fini(&t);
 	}
 	json_free(j);
 	free(buf);

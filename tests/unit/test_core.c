@@ -121,16 +121,16 @@ TEST(TIER_UNIT, hist_quantiles)
 	struct tp_hist h = { 0 };
 	__u64 p50, p99;
 
-	ASSERT_EQ(hist_quantile(&h, 0.5), 0, "empty");
+	ASSERT_EQ(tp_hist__quantile(&h, 0.5), 0, "empty");
 	/* 99 values in [1024, 2047], one in [1 Mi, 2 Mi). */
 	h.slots[11] = 99;
 	h.slots[21] = 1;
 	h.count = 100;
-	p50 = hist_quantile(&h, 0.50);
-	p99 = hist_quantile(&h, 0.99);
+	p50 = tp_hist__quantile(&h, 0.50);
+	p99 = tp_hist__quantile(&h, 0.99);
 	ASSERT_TRUE(p50 >= 1024 && p50 <= 2047, "p50 in the busy slot");
 	ASSERT_TRUE(p99 >= 1024 && p99 <= 2047, "p99 is the 99th value");
-	ASSERT_TRUE(hist_quantile(&h, 1.0) >= 1 << 20, "p100 is the outlier");
+	ASSERT_TRUE(tp_hist__quantile(&h, 1.0) >= 1 << 20, "p100 is the outlier");
 }
 
 TEST(TIER_UNIT, htab_against_reference)
@@ -222,7 +222,7 @@ static void fake_record(struct task_record *t, char **argv, int argc)
 		progs[i].execs = 99999999;
 		progs[i].cpu_ns = (__u64)i * 1000000000000ULL;
 	}
-	task_set_programs(t, progs, 8);
+	task_record__set_programs(t, progs, 8);
 	t->leftovers = 12;
 	t->leftover_action = LEFTOVER_KILLED;
 	t->lost_total = 7;
@@ -241,12 +241,12 @@ TEST(TIER_UNIT, summary_fits_80_columns)
 	arg[sizeof(arg) - 1] = '\0';
 	fake_record(&t, argv, 3);
 	f = open_memstream(&buf, &len);
-	task_print_summary(f, &t);
+	task_record__print_summary(f, &t);
 	fclose(f);
 	ASSERT_EQ(tu_count_long_lines(buf, 80), 0, "lines over 80 columns");
 	ASSERT_TRUE(strstr(buf, "WARNING") != NULL, "lost events are shouted");
 	ASSERT_TRUE(strstr(buf, "killed") != NULL, "leftovers' fate");
-	task_record_fini(&t);
+	task_record__fini(&t);
 	free(buf);
 }
 
@@ -264,7 +264,7 @@ TEST(TIER_UNIT, task_json_fields)
 	t.end = TASK_SIGNALED;
 	t.signal = 9;
 	ASSERT_OK(task_save_json(path, &t), "save");
-	task_record_fini(&t);
+	task_record__fini(&t);
 	j = tu_load_json(path);
 	if (!j)
 		return;
@@ -366,7 +366,7 @@ static char *record_json(const struct task_record *t)
 	struct jw w;
 
 	jw_init(&w, f, false);
-	task_write_json(&w, t);
+	task_record__write_json(&w, t);
 	fclose(f);
 	return buf;
 }
@@ -393,7 +393,7 @@ TEST(TIER_UNIT, task_record_round_trip)
 	j = json_parse(first, strlen(first), NULL, 0);
 	if (!ASSERT_TRUE(j != NULL, "the record parses"))
 		goto out;
-	if (!ASSERT_OK(task_from_json(&back, j), "read back"))
+	if (!ASSERT_OK(task_record__from_json(&back, j), "read back"))
 		goto out;
 	second = record_json(&back);
 	if (strcmp(first, second)) {
@@ -406,14 +406,14 @@ TEST(TIER_UNIT, task_record_round_trip)
 	}
 	ASSERT_TRUE(!strcmp(second, first), "the record written again is the same");
 	free(second);
-	task_record_fini(&back);
+	task_record__fini(&back);
 out:
 	json_free(j);
 	free(first);
 	t.net.hosts = NULL;
 	t.net.eps = NULL;
 	t.net.nhosts = t.net.neps = 0;
-	task_record_fini(&t);
+	task_record__fini(&t);
 	phases__fini(&ph);
 	um_table__fini(&um);
 	rules__fini(&rs);

@@ -163,26 +163,27 @@ TEST(TIER_UNIT, config_sink_lines)
 {
 	struct config c;
 
-	config_defaults(&c);
+	config__defaults(&c);
 	ASSERT_STREQ(c.sink, "", "off by default");
-	ASSERT_OK(config_parse(&c, "t.conf",
-			       "sink = postgresql://tp@db/fleet\nsink_passfile = /etc/tp.pgpass\n"),
-		  "a sink");
+	ASSERT_OK(
+		config__parse(&c, "t.conf",
+			      "sink = postgresql://tp@db/fleet\nsink_passfile = /etc/tp.pgpass\n"),
+		"a sink");
 	ASSERT_STREQ(c.sink, "postgresql://tp@db/fleet", "sink");
 	ASSERT_STREQ(c.sink_passfile, "/etc/tp.pgpass", "sink_passfile");
-	ASSERT_OK(config_parse(&c, "t.conf", "sink = off\n"), "off");
+	ASSERT_OK(config__parse(&c, "t.conf", "sink = off\n"), "off");
 	ASSERT_STREQ(c.sink, "", "sink = off");
-	ASSERT_EQ(config_parse(&c, "t.conf", "sink = postgresql://tp:pw@db/fleet\n"), -EINVAL,
+	ASSERT_EQ(config__parse(&c, "t.conf", "sink = postgresql://tp:pw@db/fleet\n"), -EINVAL,
 		  "a password in the sink");
-	ASSERT_EQ(config_parse(&c, "t.conf", "sink = /var/fleet.db\n"), -EINVAL, "a path");
-	ASSERT_EQ(config_parse(&c, "t.conf", "sink_passfile = relative\n"), -EINVAL,
+	ASSERT_EQ(config__parse(&c, "t.conf", "sink = /var/fleet.db\n"), -EINVAL, "a path");
+	ASSERT_EQ(config__parse(&c, "t.conf", "sink_passfile = relative\n"), -EINVAL,
 		  "a relative passfile");
 	ASSERT_EQ(c.sink_retain_days, 0, "the fleet keeps every task by default");
-	ASSERT_OK(config_parse(&c, "t.conf", "sink_retain_days = 90\n"), "sink_retain_days");
+	ASSERT_OK(config__parse(&c, "t.conf", "sink_retain_days = 90\n"), "sink_retain_days");
 	ASSERT_EQ(c.sink_retain_days, 90, "90 days");
-	ASSERT_EQ(config_parse(&c, "t.conf", "sink_retain_days = -1\n"), -EINVAL, "negative");
-	ASSERT_EQ(config_parse(&c, "t.conf", "sink_retain_days = 36501\n"), -EINVAL, "too many");
-	ASSERT_EQ(config_parse(&c, "t.conf", "sink_retain_days = 7d\n"), -EINVAL, "a suffix");
+	ASSERT_EQ(config__parse(&c, "t.conf", "sink_retain_days = -1\n"), -EINVAL, "negative");
+	ASSERT_EQ(config__parse(&c, "t.conf", "sink_retain_days = 36501\n"), -EINVAL, "too many");
+	ASSERT_EQ(config__parse(&c, "t.conf", "sink_retain_days = 7d\n"), -EINVAL, "a suffix");
 	ASSERT_EQ(c.sink_retain_days, 90, "a bad line changes nothing");
 }
 

@@ -74,7 +74,7 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	struct jw w;
 	FILE *f;
 
-	http_ports_default(&ports);
+	http_ports__default(&ports);
 	net_acc__dns(&acc, &d1);
 	net_acc__dns(&acc, &d1); /* the same answer twice: kept once */
 	net_acc__dns(&acc, &d2);
@@ -82,7 +82,7 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
 		net_acc__http(&acc, &ev[i]);
 	ASSERT_EQ(acc.nnames, 3, "names kept once each");
-	ASSERT_OK(net_figures_build(&nf, &st, keys, vals, 3, &acc, &ports), "build");
+	ASSERT_OK(net_figures__build(&nf, &st, keys, vals, 3, &acc, &ports), "build");
 	ASSERT_EQ(nf.neps, 2, "a v4-mapped socket joins its IPv4 endpoint");
 	e = nf.neps ? &nf.eps[0] : NULL;
 	ASSERT_TRUE(e && !strcmp(e->address, "10.0.0.9:8443"), "failing endpoint first");
@@ -90,12 +90,12 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	ASSERT_TRUE(e && !strcmp(e->names, "b.s3.amazonaws.com,alias.example"), "both names");
 	ASSERT_TRUE(e && e->c.attempts == 3 && e->c.rx_bytes == 15, "counters summed");
 	/* Every request sent has one outcome: three responses and a reset. */
-	ASSERT_EQ(net_http_requests(&nf), 4, "requests");
-	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_5XX), 1, "5xx");
-	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_429), 1, "429");
-	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_RESET), 1, "reset before a response");
-	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_REFUSED), 1, "refused on an HTTP port");
-	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_TIMEOUT), 1, "timeout on an HTTP port");
+	ASSERT_EQ(net_figures__http_requests(&nf), 4, "requests");
+	ASSERT_EQ(net_figures__http_failures(&nf, HTTP_FAIL_5XX), 1, "5xx");
+	ASSERT_EQ(net_figures__http_failures(&nf, HTTP_FAIL_429), 1, "429");
+	ASSERT_EQ(net_figures__http_failures(&nf, HTTP_FAIL_RESET), 1, "reset before a response");
+	ASSERT_EQ(net_figures__http_failures(&nf, HTTP_FAIL_REFUSED), 1, "refused on an HTTP port");
+	ASSERT_EQ(net_figures__http_failures(&nf, HTTP_FAIL_TIMEOUT), 1, "timeout on an HTTP port");
 	ASSERT_EQ(nf.h2_connections, 1, "HTTP/2 counted, not decoded");
 
 	/* What is written is what is read back. */
@@ -104,28 +104,29 @@ TEST(TIER_UNIT, net_figures_join_names_http_and_failures)
 	jw_obj_begin(&w);
 	jw_key(&w, "metrics");
 	jw_obj_begin(&w);
-	net_write_metrics(&w, &nf, true, true);
+	net_figures__write_metrics(&w, &nf, true, true);
 	jw_obj_end(&w);
 	jw_key(&w, "network");
-	net_write_json(&w, &nf);
+	net_figures__write_json(&w, &nf);
 	jw_obj_end(&w);
 	fclose(f);
 	j = json_parse(buf, len, err, sizeof(err));
 	ASSERT_TRUE(j != NULL, "JSON parses");
 	if (j) {
-		ASSERT_OK(net_from_json(&back, json_get(j, "metrics"), json_get(j, "network")),
+		ASSERT_OK(net_figures__from_json(&back, json_get(j, "metrics"),
+						 json_get(j, "network")),
 			  "read back");
 		ASSERT_EQ(back.neps, nf.neps, "endpoints back");
-		ASSERT_EQ(net_http_failures(&back, -1), net_http_failures(&nf, -1),
-			  "failures back");
+		ASSERT_EQ(net_figures__http_failures(&back, -1),
+			  net_figures__http_failures(&nf, -1), "failures back");
 		ASSERT_TRUE(back.neps == 2 &&
 				    !memcmp(&back.eps[1].c, &nf.eps[1].c, sizeof(nf.eps[1].c)),
 			    "endpoint counters back");
-		net_figures_fini(&back);
+		net_figures__fini(&back);
 		json_free(j);
 	}
 	free(buf);
-	net_figures_fini(&nf);
+	net_figures__fini(&nf);
 	net_acc__fini(&acc);
 }
 
@@ -149,21 +150,21 @@ TEST(TIER_UNIT, http_status_counts_however_the_body_ends)
 
 	ev[2].flags |= TP_HTTP_BODY_UNREAD; /* urllib on a 500: the body never read */
 	ev[3].flags |= TP_HTTP_BODY_UNREAD; /* head -c on a stream */
-	http_ports_default(&ports);
+	http_ports__default(&ports);
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
 		net_acc__http(&acc, &ev[i]);
-	if (!ASSERT_OK(net_figures_build(&nf, &st, NULL, NULL, 0, &acc, &ports), "build"))
+	if (!ASSERT_OK(net_figures__build(&nf, &st, NULL, NULL, 0, &acc, &ports), "build"))
 		return;
 	ASSERT_EQ(nf.nhosts, 1, "one host");
 	ASSERT_EQ(nf.hosts[0].requests, 5, "requests");
 	ASSERT_EQ(nf.hosts[0].classes[2], 2, "2xx: cut and unread alike");
 	ASSERT_EQ(nf.hosts[0].classes[5], 2, "5xx: cut and unread alike");
-	ASSERT_EQ(net_http_failures(&nf, HTTP_FAIL_5XX), 2, "both 5xx are failures");
+	ASSERT_EQ(net_figures__http_failures(&nf, HTTP_FAIL_5XX), 2, "both 5xx are failures");
 	ASSERT_EQ(
-		net_http_failures(&nf, HTTP_FAIL_TRUNCATED), 2,
+		net_figures__http_failures(&nf, HTTP_FAIL_TRUNCATED), 2,
 		"truncated: the cut 200 and the old record's, not the 5xx (a request fails once)");
-	ASSERT_EQ(net_http_failures(&nf, -1), 4, "failed requests");
-	net_figures_fini(&nf);
+	ASSERT_EQ(net_figures__http_failures(&nf, -1), 4, "failed requests");
+	net_figures__fini(&nf);
 	net_acc__fini(&acc);
 }
 
@@ -172,15 +173,15 @@ TEST(TIER_UNIT, http_ports_parse_and_reject)
 	struct http_ports p;
 	const char *why = NULL;
 
-	ASSERT_OK(http_ports_parse(&p, "80,443,8080", &why), "three ports");
+	ASSERT_OK(http_ports__parse(&p, "80,443,8080", &why), "three ports");
 	ASSERT_EQ(p.n, 3, "n");
 	ASSERT_EQ(p.port[2], 8080, "third");
-	ASSERT_EQ(http_ports_parse(&p, "80,,443", &why), -22, "empty item");
+	ASSERT_EQ(http_ports__parse(&p, "80,,443", &why), -22, "empty item");
 	ASSERT_TRUE(why && !strncmp(why, "http_ports", 10), "a reason");
-	ASSERT_EQ(http_ports_parse(&p, "0", &why), -22, "port 0");
-	ASSERT_EQ(http_ports_parse(&p, "65536", &why), -22, "too big");
-	ASSERT_EQ(http_ports_parse(&p, "80x", &why), -22, "junk");
-	ASSERT_EQ(http_ports_parse(&p, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", &why), -22,
+	ASSERT_EQ(http_ports__parse(&p, "0", &why), -22, "port 0");
+	ASSERT_EQ(http_ports__parse(&p, "65536", &why), -22, "too big");
+	ASSERT_EQ(http_ports__parse(&p, "80x", &why), -22, "junk");
+	ASSERT_EQ(http_ports__parse(&p, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", &why), -22,
 		  "17 ports");
 	ASSERT_EQ(p.n, 3, "a rejected value leaves the ports as they were");
 }

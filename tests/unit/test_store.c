@@ -85,33 +85,34 @@ TEST(TIER_UNIT, config_lines)
 {
 	struct config c;
 
-	config_defaults(&c);
-	ASSERT_OK(config_parse(&c, "t.conf",
-			       "# comment\n\nretain_days = 7\nmax_db_mb=64\n"
-			       "instance_type = m5.large \nworker_pool = gecko-t\n"
-			       "[rules]\noutput build.errors ^error:\nretain_days = 9\n"),
+	config__defaults(&c);
+	ASSERT_OK(config__parse(&c, "t.conf",
+				"# comment\n\nretain_days = 7\nmax_db_mb=64\n"
+				"instance_type = m5.large \nworker_pool = gecko-t\n"
+				"[rules]\noutput build.errors ^error:\nretain_days = 9\n"),
 		  "good file");
 	ASSERT_EQ(c.retain_days, 7, "retain_days");
 	ASSERT_EQ(c.max_db_mb, 64, "max_db_mb");
 	ASSERT_STREQ(c.instance_type, "m5.large", "instance_type trimmed");
 	ASSERT_STREQ(c.worker_pool, "gecko-t", "worker_pool");
 	ASSERT_EQ(c.retain_days, 7, "lines under [rules] belong to the rules, not the keys");
-	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days = 0\n"), -EINVAL, "0 days");
-	ASSERT_EQ(config_parse(&c, "t.conf", "ok = 1\n"), -EINVAL, "unknown key");
-	ASSERT_EQ(config_parse(&c, "t.conf", "retain_days\n"), -EINVAL, "no '='");
-	ASSERT_EQ(config_parse(&c, "t.conf", "db = relative.db\n"), -EINVAL, "relative db");
+	ASSERT_EQ(config__parse(&c, "t.conf", "retain_days = 0\n"), -EINVAL, "0 days");
+	ASSERT_EQ(config__parse(&c, "t.conf", "ok = 1\n"), -EINVAL, "unknown key");
+	ASSERT_EQ(config__parse(&c, "t.conf", "retain_days\n"), -EINVAL, "no '='");
+	ASSERT_EQ(config__parse(&c, "t.conf", "db = relative.db\n"), -EINVAL, "relative db");
 	ASSERT_STREQ(c.listen, "127.0.0.1:9464", "the API's default address");
-	ASSERT_OK(config_parse(&c, "t.conf", "listen = [::1]:9000\napi_token = 0123456789abcdef\n"),
-		  "listen and api_token");
+	ASSERT_OK(
+		config__parse(&c, "t.conf", "listen = [::1]:9000\napi_token = 0123456789abcdef\n"),
+		"listen and api_token");
 	ASSERT_STREQ(c.listen, "[::1]:9000", "listen");
 	ASSERT_STREQ(c.api_token, "0123456789abcdef", "api_token");
-	ASSERT_EQ(config_parse(&c, "t.conf", "api_token = short\n"), -EINVAL, "a short token");
+	ASSERT_EQ(config__parse(&c, "t.conf", "api_token = short\n"), -EINVAL, "a short token");
 	ASSERT_EQ(c.max_tasks, 1024, "max_tasks by default");
-	ASSERT_OK(config_parse(&c, "t.conf", "max_tasks = 8192\n"), "max_tasks at its limit");
+	ASSERT_OK(config__parse(&c, "t.conf", "max_tasks = 8192\n"), "max_tasks at its limit");
 	ASSERT_EQ(c.max_tasks, 8192, "max_tasks");
-	ASSERT_EQ(config_parse(&c, "t.conf", "max_tasks = 0\n"), -EINVAL, "no tasks");
-	ASSERT_EQ(config_parse(&c, "t.conf", "max_tasks = 8193\n"), -EINVAL, "over the limit");
-	ASSERT_OK(config_parse(&c, "t.conf", "metrics_label = job\n"), "metrics_label");
+	ASSERT_EQ(config__parse(&c, "t.conf", "max_tasks = 0\n"), -EINVAL, "no tasks");
+	ASSERT_EQ(config__parse(&c, "t.conf", "max_tasks = 8193\n"), -EINVAL, "over the limit");
+	ASSERT_OK(config__parse(&c, "t.conf", "metrics_label = job\n"), "metrics_label");
 	ASSERT_STREQ(c.metrics_label, "job", "metrics_label");
 	{
 		static const char *const bad[] = { "metrics_label = a.b\n", "metrics_label = 1x\n",
@@ -120,7 +121,8 @@ TEST(TIER_UNIT, config_lines)
 						   "metrics_label = worker_pool\n" };
 
 		for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
-			CHECK(config_parse(&c, "t.conf", bad[i]) == -EINVAL, "refused: %s", bad[i]);
+			CHECK(config__parse(&c, "t.conf", bad[i]) == -EINVAL, "refused: %s",
+			      bad[i]);
 	}
 }
 
@@ -139,18 +141,18 @@ TEST(TIER_UNIT, config_file_size_limit)
 	for (size_t i = 79; i < n; i += 80)
 		text[i] = '\n';
 	tu_write_file(path, text);
-	config_defaults(&c);
-	ASSERT_EQ(config_load(&c, path, 1), -EFBIG, "config over the limit");
+	config__defaults(&c);
+	ASSERT_EQ(config__load(&c, path, 1), -EFBIG, "config over the limit");
 	rules__init(&rs);
 	ASSERT_EQ(rules__load(&rs, path, true, true), -EFBIG, "rules over the limit");
 	/* Just under it: all comment lines, read whole. */
 	text[TP_TEXT_FILE_MAX - 2] = '\0';
 	text[TP_TEXT_FILE_MAX - 3] = '\n';
 	tu_write_file(path, text);
-	ASSERT_OK(config_load(&c, path, 1), "config just under the limit");
+	ASSERT_OK(config__load(&c, path, 1), "config just under the limit");
 	ASSERT_OK(rules__load(&rs, path, true, true), "rules just under the limit");
-	ASSERT_OK(config_load(&c, tu_tmp("absent.conf"), 0), "a missing optional config");
-	ASSERT_EQ(config_load(&c, tu_tmp("absent.conf"), 1), -ENOENT, "a missing --config");
+	ASSERT_OK(config__load(&c, tu_tmp("absent.conf"), 0), "a missing optional config");
+	ASSERT_EQ(config__load(&c, tu_tmp("absent.conf"), 1), -ENOENT, "a missing --config");
 	rules__fini(&rs);
 	free(text);
 }

@@ -18,7 +18,7 @@ __u64 hist_slot_high(unsigned i)
 	return i >= 64 ? ~0ULL : (1ULL << i) - 1;
 }
 
-__u64 hist_quantile(const struct tp_hist *h, double p)
+__u64 tp_hist__quantile(const struct tp_hist *h, double p)
 {
 	__u64 total = 0, seen = 0, rank;
 
@@ -42,7 +42,7 @@ __u64 hist_quantile(const struct tp_hist *h, double p)
 	return hist_slot_high(TP_HIST_SLOTS - 1);
 }
 
-void hist_print(FILE *f, const struct tp_hist *h, __u64 div, const char *unit)
+void tp_hist__print(FILE *f, const struct tp_hist *h, __u64 div, const char *unit)
 {
 	int first = -1, last = -1;
 	__u64 max = 0;

@@ -11,8 +11,8 @@
 __u64 hist_slot_low(unsigned i);
 __u64 hist_slot_high(unsigned i);
 /* Estimated p-quantile (0 < p <= 1), interpolated within its slot; 0 when empty. */
-__u64 hist_quantile(const struct tp_hist *h, double p);
+__u64 tp_hist__quantile(const struct tp_hist *h, double p);
 /* Rows from the first to the last non-empty slot, values divided by div (e.g. 1000 for us). */
-void hist_print(FILE *f, const struct tp_hist *h, __u64 div, const char *unit);
+void tp_hist__print(FILE *f, const struct tp_hist *h, __u64 div, const char *unit);
 
 #endif /* TP_HIST_H */

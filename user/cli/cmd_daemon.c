@@ -167,8 +167,8 @@ static int live_record(void *ctx, const char *id, struct jw *w)
 	collector__poll(t->d->c, 0);
 	if (session__live(&t->s, &rec))
 		return -ENOENT;
-	task_write_json(w, &rec);
-	task_record_fini(&rec);
+	task_record__write_json(w, &rec);
+	task_record__fini(&rec);
 	return 0;
 }
 
@@ -272,7 +272,7 @@ static void list_tasks(struct daemon *d, int fd)
 		/* cpu.stat is current to the tick; BPF charges a running thread at switch-out. */
 		cpu = rec.have_cpu_stat ? rec.cpu_stat.usage_us * 1000 : rec.fig.cpu.cpu_ns;
 		fails = rec.fig.proc.failed_exits + rec.fig.mem.oom_kills +
-			net_http_failures(&rec.net, -1);
+			net_figures__http_failures(&rec.net, -1);
 		for (int k = 0; k < TP_CONN_FAILURE_KINDS; k++)
 			fails += tcp->failures[k];
 		fprintf(f, "%s\t%llu\t%llu\t%lld\t%llu\t%llu\t%llu\t%llu\t%lld\t%llu\t%s\n", t->id,
@@ -282,7 +282,7 @@ static void list_tasks(struct daemon *d, int fd)
 			(unsigned long long)tcp->rx_bytes, (unsigned long long)tcp->tx_bytes,
 			(long long)rec.fig.proc.alive, (unsigned long long)fails,
 			phases__current(&t->s.phases));
-		task_record_fini(&rec);
+		task_record__fini(&rec);
 	}
 	if (fclose(f) == 0)
 		send_text(fd, text, len);
@@ -444,7 +444,7 @@ static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int f
 	FILE *f;
 
 	if (end == TASK_EXITED)
-		task_set_end(rec, t->wstatus, t->exec_err);
+		task_record__set_end(rec, t->wstatus, t->exec_err);
 	else
 		rec->end = end;
 	/*
@@ -463,7 +463,7 @@ static void end_task(struct daemon *d, struct dtask *t, enum task_end end, int f
 			struct jw w;
 
 			jw_init(&w, f, false);
-			task_write_json(&w, rec);
+			task_record__write_json(&w, rec);
 			fputc('\n', f);
 			fclose(f);
 		}
@@ -958,10 +958,11 @@ static void end_unadopted(struct daemon *d, const struct handover_task *h, const
 	rec.collect = COLLECT_CGROUP_ONLY;
 	rec.have_cpu_stat = !cgroup_read_cpu_stat(h->cgroup, &rec.cpu_stat);
 	rec.fig.cpu.cpu_ns = rec.cpu_stat.usage_us * 1000;
-	task_add_fault(&rec,
-		       "the daemon before died and this one could not take its counts over (%s): "
-		       "only the cgroup's cpu.stat is here",
-		       why);
+	task_record__add_fault(
+		&rec,
+		"the daemon before died and this one could not take its counts over (%s): "
+		"only the cgroup's cpu.stat is here",
+		why);
 	/* Its row completed, unless the daemon before stored the task already. */
 	if (d->store && store__restore(d->store, &rec, NULL, 0, NULL, 0, 0))
 		tp_err("warning: task '%s' could not be stored as interrupted", h->id);
@@ -1069,12 +1070,12 @@ static int load_config(const char *path, struct config *cfg, char **text)
 	int err;
 
 	*text = NULL;
-	config_defaults(cfg);
+	config__defaults(cfg);
 	/* One read for the keys and the rules: a save in between cannot split them. */
 	n = tp_slurp(file, "config", path != NULL, &buf);
 	if (n < 0)
 		return (int)n;
-	err = config_parse(cfg, file, buf);
+	err = config__parse(cfg, file, buf);
 	if (err) {
 		free(buf);
 		return err;

@@ -83,8 +83,8 @@ static int sink_check_fill(struct check *c, const char *config)
 	struct store *s;
 
 	*c = (struct check){ "sink", false, false, "", NULL };
-	config_defaults(&cfg);
-	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	config__defaults(&cfg);
+	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
 		return -1;
 	if (!cfg.sink[0]) {
 		snprintf(c->detail, sizeof(c->detail), "off: tasks stay on this host ('sink =')");
@@ -100,7 +100,7 @@ static int sink_check_fill(struct check *c, const char *config)
 	}
 	store__close(s);
 	/* Whether it answers now, as a shipper would connect (5 s at most). */
-	if (sink_open(&k, cfg.sink, cfg.sink_passfile, false, 5) && k.schema)
+	if (sink__open(&k, cfg.sink, cfg.sink_passfile, false, 5) && k.schema)
 		snprintf(now, sizeof(now), "%s", k.err);
 	else if (k.schema == 0)
 		snprintf(now, sizeof(now),
@@ -108,7 +108,7 @@ static int sink_check_fill(struct check *c, const char *config)
 	else
 		snprintf(now, sizeof(now), "answers, schema %ld", k.schema);
 	c->ok = !st.error[0] && !st.refused && k.schema >= 0 && k.schema <= SINK_SCHEMA;
-	sink_close(&k);
+	sink__close(&k);
 	if (st.shipped_ns)
 		tp_fmt_time(last, sizeof(last), st.shipped_ns);
 	snprintf(c->detail, sizeof(c->detail),
@@ -129,8 +129,8 @@ static int spool_check_fill(struct check *c, const char *config)
 	*c = (struct check){ "spool", false, false, "",
 			     "free the store's disk or fix it; the next run or the daemon "
 			     "stores them" };
-	config_defaults(&cfg);
-	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	config__defaults(&cfg);
+	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
 		return -1;
 	if (spool__stat(env && *env ? env : cfg.db, &sp)) {
 		snprintf(c->detail, sizeof(c->detail), "cannot be read");

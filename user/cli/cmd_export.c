@@ -292,14 +292,14 @@ static int write_export(FILE *f, void *ctx)
 		return fxprofile_write(f, &in);
 	}
 	case EXPORT_PERFHERDER:
-		if (task_from_json(&t, x->rec)) {
-			task_record_fini(&t);
+		if (task_record__from_json(&t, x->rec)) {
+			task_record__fini(&t);
 			tp_err("export: the record of '%s' cannot be read back", x->id);
 			return -EINVAL;
 		}
-		task_write_perfherder(f, &t);
+		task_record__write_perfherder(f, &t);
 		fputc('\n', f);
-		task_record_fini(&t);
+		task_record__fini(&t);
 		return 0;
 	}
 	return -EINVAL;
@@ -365,7 +365,7 @@ int cmd_export(int argc, char **argv)
 	x.id = argv[optind];
 	x.fmt = (enum export_format)fmt;
 	ret = 1;
-	if (query_load_task(&q, db, config, x.id, host, fmt != EXPORT_CSV, "export"))
+	if (query_task__load(&q, db, config, x.id, host, fmt != EXPORT_CSV, "export"))
 		goto out;
 	x.rec = q.rec;
 	x.record_text = q.st.record;
@@ -380,6 +380,6 @@ int cmd_export(int argc, char **argv)
 		tp_err("export: cannot write %s: %s", out, strerror(-err));
 	ret = err ? 1 : 0;
 out:
-	query_task_free(&q);
+	query_task__free(&q);
 	return ret;
 }

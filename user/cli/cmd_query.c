@@ -353,13 +353,13 @@ int cmd_show(int argc, char **argv)
 		goto out;
 	}
 	j = json_parse(ref.record, strlen(ref.record), NULL, 0);
-	if (!j || task_from_json(&t, j)) {
+	if (!j || task_record__from_json(&t, j)) {
 		tp_err("the stored record of '%s' is damaged", q.args[0]);
 		goto out;
 	}
 	t.all_endpoints = true;
-	task_print_summary(stdout, &t);
-	task_record_fini(&t);
+	task_record__print_summary(stdout, &t);
+	task_record__fini(&t);
 	ret = 0;
 out:
 	json_free(j);
@@ -386,9 +386,9 @@ static int hist_one(void *ctx, const struct store_hist_row *r)
 		return 0;
 	}
 	printf("%s: %llu values, p50 %s, p99 %s\n", r->name, (unsigned long long)r->h.count,
-	       tp_fmt_dur(a, sizeof(a), hist_quantile(&r->h, 0.5)),
-	       tp_fmt_dur(b, sizeof(b), hist_quantile(&r->h, 0.99)));
-	hist_print(stdout, &r->h, 1, "nsecs");
+	       tp_fmt_dur(a, sizeof(a), tp_hist__quantile(&r->h, 0.5)),
+	       tp_fmt_dur(b, sizeof(b), tp_hist__quantile(&r->h, 0.99)));
+	tp_hist__print(stdout, &r->h, 1, "nsecs");
 	return 0;
 }
 

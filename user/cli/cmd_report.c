@@ -99,7 +99,7 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: invalid task id: use " TP_ID_RULE);
 		return 2;
 	}
-	if (query_load_task(&q, db, config, id, host, true, "report"))
+	if (query_task__load(&q, db, config, id, host, true, "report"))
 		goto out;
 	job = (struct report_job){ markdown, { q.rec, q.pts, q.n, q.labels, q.nlabels } };
 	if (!out)
@@ -110,6 +110,6 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: cannot write %s: %s", out, strerror(-err));
 	ret = err ? 1 : 0;
 out:
-	query_task_free(&q);
+	query_task__free(&q);
 	return ret;
 }

@@ -443,7 +443,7 @@ static void append_summary(const char *path, const struct task_record *rec)
 
 	if (m) {
 		jw_init(&w, m, false);
-		task_write_json(&w, rec);
+		task_record__write_json(&w, rec);
 		if (!fclose(m))
 			j = json_parse(text, len, NULL, 0);
 	}
@@ -821,7 +821,7 @@ static int prepare(struct run_state *st, struct run_opts *o, struct config *cfg,
 				      "the store cannot be used (%s)", store_why))
 		return -ECANCELED;
 	for (int i = 0; i < st->nfaults; i++)
-		task_add_fault(&st->s.rec, "%s", st->faults[i]);
+		task_record__add_fault(&st->s.rec, "%s", st->faults[i]);
 	if (st->s.msock.fd >= 0)
 		setenv("TASKPROBE_SOCKET", st->s.msock.path, 1);
 	if (output__open(&st->out, true, session__output_line, &st->s)) {
@@ -889,14 +889,14 @@ static struct task_record *finish(struct run_state *st, struct task_record *t, s
 	if (!st->linked) {
 		collector__sync(st->c);
 		rec = session__finish(&st->s);
-		task_set_end(rec, st->wstatus, st->exec_err);
+		task_record__set_end(rec, st->wstatus, st->exec_err);
 		return rec;
 	}
 	text = runlink__finish(&st->rl);
 	if (!text)
 		return NULL;
 	*doc = json_parse(text, strlen(text), NULL, 0);
-	if (!*doc || task_from_json(t, *doc)) {
+	if (!*doc || task_record__from_json(t, *doc)) {
 		tp_err("warning: the daemon's record of task '%s' is damaged: no record here",
 		       st->o->id);
 		return NULL;
@@ -933,9 +933,9 @@ static int run_task(struct run_opts *o)
 	st.loop.ep = st.loop.tick_fd = -1;
 	session__clear(&st.s);
 	/* The config is the command line's: a bad line stops us before anything runs. */
-	config_defaults(&cfg);
-	if (config_load(&cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
-			o->config_path != NULL))
+	config__defaults(&cfg);
+	if (config__load(&cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
+			 o->config_path != NULL))
 		goto out;
 	st.strict = o->strict || cfg.strict;
 	err = link_daemon(&st, o);
@@ -995,17 +995,17 @@ static int run_task(struct run_opts *o)
 	/* What the task wrote before it ended counts. */
 	output__drain(&st.out, st.linked ? !o->keep_leftovers : st.s.action != LEFTOVER_KEPT);
 	/* The command's own status, whatever became of the record. */
-	task_set_end(&how, st.wstatus, st.exec_err);
-	ret = task_exit_status(&how);
+	task_record__set_end(&how, st.wstatus, st.exec_err);
+	ret = task_record__exit_status(&how);
 	rec = finish(&st, &got, &doc);
 	if (!rec)
 		goto out_mask;
 
 	/* A command that never ran: its one line above says it all. */
 	if (!o->quiet && !st.exec_err)
-		task_print_summary(stderr, rec);
+		task_record__print_summary(stderr, rec);
 	if (o->perfherder)
-		task_print_perfherder(stdout, rec);
+		task_record__print_perfherder(stdout, rec);
 	if (o->json_path) {
 		err = task_save_json(o->json_path, rec);
 		if (err)
@@ -1020,7 +1020,7 @@ out_mask:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 out:
 	session__fini(&st.s);
-	task_record_fini(&got);
+	task_record__fini(&got);
 	json_free(doc);
 	runlink__close(&st.rl);
 	if (sfd >= 0)

@@ -81,13 +81,13 @@ static int task_end(const char *id, const char *json_path, bool quiet, const cha
 		}
 	}
 	j = json_parse(rec, strlen(rec), NULL, 0);
-	if (!j || task_from_json(&t, j)) {
+	if (!j || task_record__from_json(&t, j)) {
 		tp_err("task: the daemon's record of '%s' is damaged", id);
 		goto out;
 	}
 	if (!quiet)
-		task_print_summary(stderr, &t);
-	task_record_fini(&t);
+		task_record__print_summary(stderr, &t);
+	task_record__fini(&t);
 	ret = 0;
 out:
 	json_free(j);

@@ -1525,11 +1525,11 @@ static void add_unanswered(struct collector *c, __u32 slot, __u32 gen, struct ne
 		host[sizeof(host) - 1] = '\0';
 		/* Its headers came: answered, by its status (the client went, unread). */
 		if (hc.headers && hc.status) {
-			net_figures_add_answered(nf, host, hc.host_cut, hc.status);
+			net_figures__add_answered(nf, host, hc.host_cut, hc.status);
 			hc.pending--;
 		}
 		if (hc.pending)
-			net_figures_add_unanswered(nf, host, hc.host_cut, hc.pending);
+			net_figures__add_unanswered(nf, host, hc.host_cut, hc.pending);
 	}
 }
 
@@ -1551,7 +1551,7 @@ int collector__net(struct collector *c, int slot, const struct http_ports *ports
 	err = read_endpoints(c, key, s->gen, &l);
 	if (err)
 		return err;
-	err = net_figures_build(out, &st, l.keys, l.vals, l.n, &s->net, ports);
+	err = net_figures__build(out, &st, l.keys, l.vals, l.n, &s->net, ports);
 	ep_list_free(&l);
 	if (!err)
 		add_unanswered(c, key, s->gen, out);

@@ -128,7 +128,7 @@ const struct program_stat *collector__programs(const struct collector *c, int sl
 struct http_ports;
 struct net_figures;
 /*
- * The task's network figures (free with net_figures_fini). Refused and timed-out
+ * The task's network figures (free with net_figures__fini). Refused and timed-out
  * connects to ports in ports count as HTTP failures.
  */
 int collector__net(struct collector *c, int slot, const struct http_ports *ports,

@@ -15,7 +15,7 @@
 #include "taskprobe.h"
 #include "base/util.h"
 
-void config_defaults(struct config *c)
+void config__defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->db, sizeof(c->db), "%s", TP_DEFAULT_DB);
@@ -29,7 +29,7 @@ void config_defaults(struct config *c)
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", TP_DEFAULT_PIN_DIR);
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
-	http_ports_default(&c->http_ports);
+	http_ports__default(&c->http_ports);
 }
 
 static char *trim(char *s)
@@ -143,7 +143,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return 0;
 	}
 	if (!strcmp(key, "http_ports"))
-		return http_ports_parse(&c->http_ports, val, why);
+		return http_ports__parse(&c->http_ports, val, why);
 	if (!strcmp(key, "instance_type")) {
 		*why = "instance_type takes 1 to 127 printable characters";
 		return set_str(c->instance_type, sizeof(c->instance_type), val);
@@ -203,7 +203,7 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 	return -EINVAL;
 }
 
-int config_parse(struct config *c, const char *path, const char *text)
+int config__parse(struct config *c, const char *path, const char *text)
 {
 	const char *p = text;
 	bool in_section = false;
@@ -246,7 +246,7 @@ int config_parse(struct config *c, const char *path, const char *text)
 	return 0;
 }
 
-int config_load(struct config *c, const char *path, int required)
+int config__load(struct config *c, const char *path, int required)
 {
 	ssize_t n;
 	char *buf;
@@ -255,7 +255,7 @@ int config_load(struct config *c, const char *path, int required)
 	n = tp_slurp(path, "config", required, &buf);
 	if (n < 0)
 		return (int)n;
-	err = config_parse(c, path, buf);
+	err = config__parse(c, path, buf);
 	free(buf);
 	return err;
 }

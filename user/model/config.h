@@ -40,13 +40,13 @@ struct config {
 	bool keep_tasks; /* the daemon's SIGTERM hands its tasks over (daemon --keep-tasks) */
 };
 
-void config_defaults(struct config *c);
+void config__defaults(struct config *c);
 /*
  * Reads path over the defaults. A missing file is fine unless required; a bad line
  * prints "taskprobe: FILE:LINE: problem" and returns -EINVAL.
  */
-int config_load(struct config *c, const char *path, int required);
+int config__load(struct config *c, const char *path, int required);
 /* Parses text as if it were the file path (for tests and the fuzzer). */
-int config_parse(struct config *c, const char *path, const char *text);
+int config__parse(struct config *c, const char *path, const char *text);
 
 #endif /* TP_CONFIG_H */

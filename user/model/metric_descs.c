@@ -51,7 +51,7 @@ static bool get_mem_peak(const struct task_record *t, double *v)
 {
 	const char *src;
 
-	*v = (double)task_mem_peak(t, &src);
+	*v = (double)task_record__mem_peak(t, &src);
 	return true;
 }
 
@@ -139,21 +139,21 @@ const struct hist_desc hist_descs[] = {
 
 const size_t hist_descs_n = sizeof(hist_descs) / sizeof(hist_descs[0]);
 
-__u64 metric_fig(const struct metric_desc *d, const struct task_record *t)
+__u64 metric_desc__fig(const struct metric_desc *d, const struct task_record *t)
 {
 	return *(const __u64 *)((const char *)&t->fig + d->fig_off);
 }
 
-bool metric_get(const struct metric_desc *d, const struct task_record *t, double *v)
+bool metric_desc__get(const struct metric_desc *d, const struct task_record *t, double *v)
 {
 	if (d->fig_off >= 0) {
-		*v = (double)metric_fig(d, t);
+		*v = (double)metric_desc__fig(d, t);
 		return true;
 	}
 	return d->get(t, v);
 }
 
-void metric_set(const struct metric_desc *d, struct task_record *t, double v)
+void metric_desc__set(const struct metric_desc *d, struct task_record *t, double v)
 {
 	if (d->fig_off >= 0)
 		*(__u64 *)((char *)&t->fig + d->fig_off) = (__u64)v;

@@ -3,7 +3,7 @@
  * The task's built-in figures, described once: name, unit, kind, where the value is
  * measured and where it lives in the record. The record's writer and reader, its
  * "sources", the store's histograms and the queries' names all read these tables.
- * Network and HTTP figures, per remote host, are net.c's (net_write_metrics).
+ * Network and HTTP figures, per remote host, are net.c's (net_figures__write_metrics).
  */
 #ifndef TP_METRICS_H
 #define TP_METRICS_H
@@ -48,10 +48,10 @@ extern const struct hist_desc hist_descs[];
 extern const size_t hist_descs_n;
 
 /* The figure of a metric kept in struct task_figures (fig_off >= 0), exactly. */
-__u64 metric_fig(const struct metric_desc *d, const struct task_record *t);
+__u64 metric_desc__fig(const struct metric_desc *d, const struct task_record *t);
 /* The value of d in t: false when the record has none. */
-bool metric_get(const struct metric_desc *d, const struct task_record *t, double *v);
-void metric_set(const struct metric_desc *d, struct task_record *t, double v);
+bool metric_desc__get(const struct metric_desc *d, const struct task_record *t, double *v);
+void metric_desc__set(const struct metric_desc *d, struct task_record *t, double v);
 /* The histogram named name or its alias; NULL if none. */
 const struct hist_desc *hist_desc_find(const char *name);
 

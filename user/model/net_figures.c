@@ -26,7 +26,7 @@ struct dns_name {
 	char name[TP_DNS_NAME_LEN];
 };
 
-void http_ports_default(struct http_ports *p)
+void http_ports__default(struct http_ports *p)
 {
 	static const __u16 def[] = { 80, 443, 8080, 8443 };
 
@@ -34,7 +34,7 @@ void http_ports_default(struct http_ports *p)
 	memcpy(p->port, def, sizeof(def));
 }
 
-int http_ports_parse(struct http_ports *p, const char *s, const char **why)
+int http_ports__parse(struct http_ports *p, const char *s, const char **why)
 {
 	struct http_ports out = { 0 };
 	char *end;
@@ -161,7 +161,7 @@ static struct http_host *host_of(struct net_figures *nf, const char *host, bool 
 	return host_get(&nf->hosts, &nf->nhosts, name);
 }
 
-void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count)
+void net_figures__add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count)
 {
 	struct http_host *h = host_of(nf, host, cut);
 
@@ -187,7 +187,7 @@ static void host_answered(struct http_host *h, __u16 status, bool cut)
 		h->failures[HTTP_FAIL_TRUNCATED]++;
 }
 
-void net_figures_add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status)
+void net_figures__add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status)
 {
 	struct http_host *h = host_of(nf, host, cut);
 
@@ -295,9 +295,9 @@ static void names_of(const struct net_acc *acc, __u16 family, const __u8 *addr, 
 	}
 }
 
-int net_figures_build(struct net_figures *nf, const struct tp_net_stats *st,
-		      const struct tp_endpoint_key *keys, const struct tp_net_counters *vals,
-		      size_t n, const struct net_acc *acc, const struct http_ports *ports)
+int net_figures__build(struct net_figures *nf, const struct tp_net_stats *st,
+		       const struct tp_endpoint_key *keys, const struct tp_net_counters *vals,
+		       size_t n, const struct net_acc *acc, const struct http_ports *ports)
 {
 	memset(nf, 0, sizeof(*nf));
 	nf->tcp = st->tcp;
@@ -362,14 +362,14 @@ int net_figures_build(struct net_figures *nf, const struct tp_net_stats *st,
 	return 0;
 }
 
-void net_figures_fini(struct net_figures *nf)
+void net_figures__fini(struct net_figures *nf)
 {
 	free(nf->eps);
 	free(nf->hosts);
 	memset(nf, 0, sizeof(*nf));
 }
 
-__u64 net_http_unanswered(const struct net_figures *nf)
+__u64 net_figures__http_unanswered(const struct net_figures *nf)
 {
 	__u64 n = 0;
 
@@ -378,7 +378,7 @@ __u64 net_http_unanswered(const struct net_figures *nf)
 	return n;
 }
 
-__u64 net_http_requests(const struct net_figures *nf)
+__u64 net_figures__http_requests(const struct net_figures *nf)
 {
 	__u64 n = 0;
 
@@ -397,7 +397,7 @@ static __u64 host_failures(const struct http_host *h, int kind)
 	return n;
 }
 
-__u64 net_http_failures(const struct net_figures *nf, int kind)
+__u64 net_figures__http_failures(const struct net_figures *nf, int kind)
 {
 	__u64 n = 0;
 
@@ -406,7 +406,7 @@ __u64 net_http_failures(const struct net_figures *nf, int kind)
 	return n;
 }
 
-bool net_any(const struct net_figures *nf)
+bool net_figures__any(const struct net_figures *nf)
 {
 	return nf->tcp.attempts || nf->dns_lookups || nf->dns_queries || nf->nhosts ||
 	       nf->h2_connections;
@@ -449,7 +449,7 @@ static void write_counters(struct jw *w, const char *prefix, const struct tp_net
 	}
 }
 
-void net_write_metrics(struct jw *w, const struct net_figures *nf, bool net, bool http)
+void net_figures__write_metrics(struct jw *w, const struct net_figures *nf, bool net, bool http)
 {
 	char key[64];
 
@@ -462,13 +462,13 @@ void net_write_metrics(struct jw *w, const struct net_figures *nf, bool net, boo
 	jw_ku64(w, "net.dns.query_failures", nf->dns_query_failures);
 	if (!http)
 		return;
-	jw_ku64(w, "http.requests", net_http_requests(nf));
-	jw_ku64(w, "http.failures", net_http_failures(nf, -1));
+	jw_ku64(w, "http.requests", net_figures__http_requests(nf));
+	jw_ku64(w, "http.failures", net_figures__http_failures(nf, -1));
 	for (int k = 0; k < HTTP_FAIL_KINDS; k++) {
 		snprintf(key, sizeof(key), "http.failures.%s", http_failure_names[k]);
-		jw_ku64(w, key, net_http_failures(nf, k));
+		jw_ku64(w, key, net_figures__http_failures(nf, k));
 	}
-	jw_ku64(w, "http.requests.unanswered", net_http_unanswered(nf));
+	jw_ku64(w, "http.requests.unanswered", net_figures__http_unanswered(nf));
 	jw_ku64(w, "http.h2_connections", nf->h2_connections);
 }
 
@@ -495,7 +495,7 @@ static void write_host(struct jw *w, const struct http_host *h)
 	jw_obj_end(w);
 }
 
-void net_write_json(struct jw *w, const struct net_figures *nf)
+void net_figures__write_json(struct jw *w, const struct net_figures *nf)
 {
 	jw_obj_begin(w);
 	jw_key(w, "endpoints");
@@ -536,7 +536,8 @@ static void read_counters(struct tp_net_counters *c, const char *prefix, const s
 	}
 }
 
-int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net)
+int net_figures__from_json(struct net_figures *nf, const struct json *metrics,
+			   const struct json *net)
 {
 	const struct json *eps = json_get(net, "endpoints"), *hosts = json_get(net, "http_hosts");
 	size_t n = json_len(eps), nh = json_len(hosts);
@@ -607,7 +608,7 @@ static const char *endpoint_label(char *buf, size_t len, const struct net_endpoi
 	return buf;
 }
 
-void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
+void net_figures__print_summary(FILE *f, const struct net_figures *nf, bool all)
 {
 	size_t top = all ? 50 : TOP_ENDPOINTS;
 	const struct tp_net_counters *c = &nf->tcp;
@@ -615,7 +616,7 @@ void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
 	size_t shown = 0;
 	__u64 others = 0;
 
-	if (!net_any(nf))
+	if (!net_figures__any(nf))
 		return;
 	fprintf(f, "  network    %llu connects, %llu failed (%llu refused, %llu timeout,\n",
 		(unsigned long long)c->attempts, (unsigned long long)failures(c),
@@ -635,8 +636,8 @@ void net_print_summary(FILE *f, const struct net_figures *nf, bool all)
 		(unsigned long long)nf->dns_queries, (unsigned long long)nf->dns_query_failures);
 	if (nf->connect_latency.count)
 		fprintf(f, "             connect latency p50 %s, p99 %s\n",
-			tp_fmt_dur(a, sizeof(a), hist_quantile(&nf->connect_latency, 0.50)),
-			tp_fmt_dur(b, sizeof(b), hist_quantile(&nf->connect_latency, 0.99)));
+			tp_fmt_dur(a, sizeof(a), tp_hist__quantile(&nf->connect_latency, 0.50)),
+			tp_fmt_dur(b, sizeof(b), tp_hist__quantile(&nf->connect_latency, 0.99)));
 	for (size_t i = 0; i < nf->neps && shown < top; i++) {
 		const struct net_endpoint *e = &nf->eps[i];
 

@@ -44,9 +44,9 @@ struct http_ports {
 	int n;
 	__u16 port[NET_HTTP_PORTS_MAX];
 };
-void http_ports_default(struct http_ports *p);
+void http_ports__default(struct http_ports *p);
 /* "80,443,8080": 0, or -EINVAL with *why set. */
-int http_ports_parse(struct http_ports *p, const char *s, const char **why);
+int http_ports__parse(struct http_ports *p, const char *s, const char **why);
 
 struct net_endpoint {
 	char address[64];	     /* "10.0.0.1:443", "[::1]:80" */
@@ -99,9 +99,9 @@ struct net_acc {
 
 void net_acc__dns(struct net_acc *a, const struct tp_dns_event *e);
 /* count requests still waiting on host when the task's figures were read. */
-void net_figures_add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count);
+void net_figures__add_unanswered(struct net_figures *nf, const char *host, bool cut, __u64 count);
 /* A request whose response's headers were whole when the task ended: by its status. */
-void net_figures_add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status);
+void net_figures__add_answered(struct net_figures *nf, const char *host, bool cut, __u16 status);
 void net_acc__http(struct net_acc *a, const struct tp_http_event *e);
 void net_acc__fini(struct net_acc *a);
 
@@ -109,22 +109,23 @@ void net_acc__fini(struct net_acc *a);
  * Builds the figures from the BPF totals, the task's endpoint rows and the events;
  * refused and timed-out connects to HTTP ports become HTTP failures of their host.
  */
-int net_figures_build(struct net_figures *nf, const struct tp_net_stats *st,
-		      const struct tp_endpoint_key *keys, const struct tp_net_counters *vals,
-		      size_t n, const struct net_acc *acc, const struct http_ports *ports);
-void net_figures_fini(struct net_figures *nf);
-__u64 net_http_requests(const struct net_figures *nf);
-__u64 net_http_unanswered(const struct net_figures *nf);
-__u64 net_http_failures(const struct net_figures *nf, int kind /* -1: all */);
-bool net_any(const struct net_figures *nf);
+int net_figures__build(struct net_figures *nf, const struct tp_net_stats *st,
+		       const struct tp_endpoint_key *keys, const struct tp_net_counters *vals,
+		       size_t n, const struct net_acc *acc, const struct http_ports *ports);
+void net_figures__fini(struct net_figures *nf);
+__u64 net_figures__http_requests(const struct net_figures *nf);
+__u64 net_figures__http_unanswered(const struct net_figures *nf);
+__u64 net_figures__http_failures(const struct net_figures *nf, int kind /* -1: all */);
+bool net_figures__any(const struct net_figures *nf);
 
 /* "net.*" and "http.*" members of the record's "metrics" object. */
-void net_write_metrics(struct jw *w, const struct net_figures *nf, bool net, bool http);
+void net_figures__write_metrics(struct jw *w, const struct net_figures *nf, bool net, bool http);
 /* The "network" object: endpoints and HTTP hosts. */
-void net_write_json(struct jw *w, const struct net_figures *nf);
-int net_from_json(struct net_figures *nf, const struct json *metrics, const struct json *net);
+void net_figures__write_json(struct jw *w, const struct net_figures *nf);
+int net_figures__from_json(struct net_figures *nf, const struct json *metrics,
+			   const struct json *net);
 /* The summary's lines: endpoints with failures, or all of them (up to 50) when all. */
-void net_print_summary(FILE *f, const struct net_figures *nf, bool all);
+void net_figures__print_summary(FILE *f, const struct net_figures *nf, bool all);
 
 /* "10.0.0.1:443" or "[::1]:443" (IPv4-mapped IPv6 shown as IPv4). */
 void net_fmt_addr(char *buf, size_t len, __u16 family, const __u8 *addr, int port);

@@ -72,7 +72,7 @@ static void finish(struct phase *p, const struct phase_snap *now)
 	p->runq_wait_ns = now->runq_wait_ns - p->begin.runq_wait_ns;
 	for (int i = 0; i < TP_HIST_SLOTS; i++)
 		d.slots[i] = now->runq.slots[i] - p->begin.runq.slots[i];
-	p->runq_p99_ns = hist_quantile(&d, 0.99);
+	p->runq_p99_ns = tp_hist__quantile(&d, 0.99);
 }
 
 int phases__end(struct phases *ph, const char *name, const struct phase_snap *now,

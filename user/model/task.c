@@ -17,7 +17,7 @@ const char *const task_status_names[TASK_END_KINDS] = {
 	[TASK_RUNNING] = "running",
 };
 
-int task_exit_status(const struct task_record *t)
+int task_record__exit_status(const struct task_record *t)
 {
 	switch (t->end) {
 	case TASK_SIGNALED:
@@ -34,7 +34,7 @@ int task_exit_status(const struct task_record *t)
 	}
 }
 
-void task_set_end(struct task_record *t, int wstatus, int exec_err)
+void task_record__set_end(struct task_record *t, int wstatus, int exec_err)
 {
 	t->exit_code = t->signal = 0;
 	if (exec_err) {
@@ -48,7 +48,7 @@ void task_set_end(struct task_record *t, int wstatus, int exec_err)
 	}
 }
 
-__u64 task_mem_peak(const struct task_record *t, const char **source)
+__u64 task_record__mem_peak(const struct task_record *t, const char **source)
 {
 	if (t->have_memory_peak) {
 		*source = t->memory_peak_source ? t->memory_peak_source : "cgroup:memory.peak";
@@ -69,7 +69,7 @@ static int by_cpu_desc(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n)
+int task_record__set_programs(struct task_record *t, const struct program_stat *p, size_t n)
 {
 	free(t->progs);
 	t->progs = NULL;
@@ -85,7 +85,7 @@ int task_set_programs(struct task_record *t, const struct program_stat *p, size_
 	return 0;
 }
 
-void task_record_fini(struct task_record *t)
+void task_record__fini(struct task_record *t)
 {
 	free(t->argv_owned);
 	t->argv_owned = NULL;
@@ -110,9 +110,9 @@ void task_record_fini(struct task_record *t)
 	t->rules_owned = NULL;
 	notes__fini(&t->notes);
 	procs__fini(&t->procs);
-	net_figures_fini(&t->net);
+	net_figures__fini(&t->net);
 }
-void task_add_fault(struct task_record *t, const char *fmt, ...)
+void task_record__add_fault(struct task_record *t, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -123,7 +123,7 @@ void task_add_fault(struct task_record *t, const char *fmt, ...)
 	va_end(ap);
 }
 
-bool task_collected(const struct task_record *t, const char *name)
+bool task_record__collected(const struct task_record *t, const char *name)
 {
 	return collect_has(t->collect ? t->collect : COLLECT_ALL, name, t->have_memory_peak);
 }

@@ -62,7 +62,7 @@ struct task_record {
 	int exit_code; /* TASK_EXITED */
 	int signal;    /* TASK_SIGNALED */
 	struct task_figures fig;
-	struct net_figures net; /* owned: freed by task_record_fini */
+	struct net_figures net; /* owned: freed by task_record__fini */
 	bool all_endpoints;	/* the summary lists every endpoint (show), not the failing */
 	bool have_cpu_stat;
 	struct cg_cpu_stat cpu_stat;
@@ -77,10 +77,11 @@ struct task_record {
 	const struct um_table *um;   /* the metrics socket's harvest; may be NULL */
 	const struct rules *rules;   /* for log anchors; may be NULL */
 	__u64 exec_args_truncated;
-	char **argv_owned;	     /* set by task_from_json */
-	struct phases *phases_owned; /* set by task_from_json */
-	struct um_table *um_owned;   /* set by task_from_json */
-	struct rules *rules_owned;   /* set by task_from_json: rule names of the anchors only */
+	char **argv_owned;	     /* set by task_record__from_json */
+	struct phases *phases_owned; /* set by task_record__from_json */
+	struct um_table *um_owned;   /* set by task_record__from_json */
+	struct rules
+		*rules_owned; /* set by task_record__from_json: rule names of the anchors only */
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;
@@ -98,19 +99,19 @@ struct task_record {
 };
 
 /* A fault of the collector's side, into the record (printf-style; extra ones dropped). */
-void task_add_fault(struct task_record *t, const char *fmt, ...)
+void task_record__add_fault(struct task_record *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* mem.peak_bytes and where it came from. */
-__u64 task_mem_peak(const struct task_record *t, const char **source);
+__u64 task_record__mem_peak(const struct task_record *t, const char **source);
 /* Whether the figure name (a metric or histogram) was collected for t (collect.h). */
-bool task_collected(const struct task_record *t, const char *name);
+bool task_record__collected(const struct task_record *t, const char *name);
 /* The shell-style status: the code, or 128 + signal. */
 /* How the main process ended: its wait status, or the errno of its failed exec. */
-void task_set_end(struct task_record *t, int wstatus, int exec_err);
-int task_exit_status(const struct task_record *t);
-/* Copies and sorts the program table into t (owned by t; free with task_record_fini). */
-int task_set_programs(struct task_record *t, const struct program_stat *p, size_t n);
-void task_record_fini(struct task_record *t);
+void task_record__set_end(struct task_record *t, int wstatus, int exec_err);
+int task_record__exit_status(const struct task_record *t);
+/* Copies and sorts the program table into t (owned by t; free with task_record__fini). */
+int task_record__set_programs(struct task_record *t, const struct program_stat *p, size_t n);
+void task_record__fini(struct task_record *t);
 
 #endif /* TP_TASK_H */

@@ -22,8 +22,8 @@ static void write_hist(struct jw *w, const char *name, const struct tp_hist *h, 
 	jw_kstr(w, "unit", unit);
 	jw_ku64(w, "count", h->count);
 	jw_ku64(w, "sum", h->sum);
-	jw_ku64(w, "p50", hist_quantile(h, 0.50));
-	jw_ku64(w, "p99", hist_quantile(h, 0.99));
+	jw_ku64(w, "p50", tp_hist__quantile(h, 0.50));
+	jw_ku64(w, "p99", tp_hist__quantile(h, 0.99));
 	jw_key(w, "buckets");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < TP_HIST_SLOTS; i++) {
@@ -93,25 +93,26 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 {
 	const char *mem_src;
 
-	task_mem_peak(t, &mem_src);
+	task_record__mem_peak(t, &mem_src);
 	jw_key(w, "metrics");
 	jw_obj_begin(w);
 	for (size_t i = 0; i < metric_descs_n; i++) {
 		const struct metric_desc *d = &metric_descs[i];
 		double v;
 
-		if (!task_collected(t, d->name))
+		if (!task_record__collected(t, d->name))
 			continue;
 		if (d->fig_off >= 0)
-			jw_ku64(w, d->name, metric_fig(d, t));
-		else if (!metric_get(d, t, &v))
+			jw_ku64(w, d->name, metric_desc__fig(d, t));
+		else if (!metric_desc__get(d, t, &v))
 			continue;
 		else if (d->real)
 			jw_kdouble(w, d->name, v);
 		else
 			jw_ku64(w, d->name, (__u64)v);
 	}
-	net_write_metrics(w, &t->net, task_collected(t, "net."), task_collected(t, "http."));
+	net_figures__write_metrics(w, &t->net, task_record__collected(t, "net."),
+				   task_record__collected(t, "http."));
 	write_user_metric_values(w, t->um);
 	jw_obj_end(w);
 
@@ -130,7 +131,8 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 		const struct metric_desc *d = &metric_descs[i];
 		double v;
 
-		if (d->source_key && task_collected(t, d->name) && metric_get(d, t, &v))
+		if (d->source_key && task_record__collected(t, d->name) &&
+		    metric_desc__get(d, t, &v))
 			jw_kstr(w, d->source_key, d->source ? d->source : mem_src);
 	}
 	for (size_t i = 0; i < hist_descs_n; i++)
@@ -146,7 +148,7 @@ static void write_metrics(struct jw *w, const struct task_record *t)
 	jw_obj_end(w);
 }
 
-void task_write_json(struct jw *w, const struct task_record *t)
+void task_record__write_json(struct jw *w, const struct task_record *t)
 {
 	char when[40], what[64];
 
@@ -184,7 +186,7 @@ void task_write_json(struct jw *w, const struct task_record *t)
 	if (t->end == TASK_RUNNING)
 		jw_null(w);
 	else
-		jw_u64(w, (__u64)task_exit_status(t));
+		jw_u64(w, (__u64)task_record__exit_status(t));
 
 	write_metrics(w, t);
 	if (t->have_cpu_stat) {
@@ -235,14 +237,14 @@ void task_write_json(struct jw *w, const struct task_record *t)
 		jw_null(w);
 	write_user_metrics(w, t->um);
 	jw_key(w, "network");
-	net_write_json(w, &t->net);
+	net_figures__write_json(w, &t->net);
 	notes__write_json(w, &t->notes);
 	procs__write_json(w, &t->procs);
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
 	for (size_t i = 0; i < hist_descs_n; i++)
-		if (task_collected(t, hist_descs[i].name))
+		if (task_record__collected(t, hist_descs[i].name))
 			write_hist(w, hist_descs[i].name, hist_descs[i].at((struct task_record *)t),
 				   hist_descs[i].unit);
 	jw_obj_end(w);
@@ -270,7 +272,7 @@ static int write_record(FILE *f, void *ctx)
 	struct jw w;
 
 	jw_init(&w, f, true);
-	task_write_json(&w, ctx);
+	task_record__write_json(&w, ctx);
 	return 0;
 }
 
@@ -368,7 +370,7 @@ static int anchors_from_json(struct task_record *t, const struct json *arr)
 	return 0;
 }
 
-int task_from_json(struct task_record *t, const struct json *j)
+int task_record__from_json(struct task_record *t, const struct json *j)
 {
 	const struct json *cmd = json_get(j, "command"), *labels = json_get(j, "labels");
 	const struct json *m = json_get(j, "metrics"), *progs = json_get(j, "programs");
@@ -404,7 +406,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 	t->exit_code = (int)json_num(j, "exit_code");
 	t->signal = (int)json_num(j, "signal");
 	for (size_t i = 0; i < metric_descs_n; i++)
-		metric_set(&metric_descs[i], t, json_num(m, metric_descs[i].name));
+		metric_desc__set(&metric_descs[i], t, json_num(m, metric_descs[i].name));
 	if (!strncmp(json_str(srcs, "mem.peak_bytes"), "cgroup", 6)) {
 		t->have_memory_peak = true;
 		t->memory_peak_source = json_str(srcs, "mem.peak_bytes");
@@ -423,7 +425,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 	for (int a = LEFTOVER_NONE; a <= LEFTOVER_KEPT; a++)
 		if (!strcmp(json_str(left, "action"), leftover_names[a]))
 			t->leftover_action = (enum leftover_action)a;
-	if (net_from_json(&t->net, m, json_get(j, "network")))
+	if (net_figures__from_json(&t->net, m, json_get(j, "network")))
 		return -ENOMEM;
 	for (size_t i = 0; i < hist_descs_n; i++)
 		hist_from_json(hist_descs[i].at(t), json_get(hists, hist_descs[i].name));
@@ -443,7 +445,7 @@ int task_from_json(struct task_record *t, const struct json *j)
 			t->collect = COLLECT_ALL;
 		for (size_t i = 0; i < json_len(faults); i++)
 			if (json_at(faults, i)->type == JSON_STR)
-				task_add_fault(t, "%s", json_at(faults, i)->str);
+				task_record__add_fault(t, "%s", json_at(faults, i)->str);
 	}
 	t->exec_args_truncated = (__u64)json_num(j, "exec_args_truncated");
 	if (phases_from_json(t, json_get(j, "phases")) ||

@@ -267,7 +267,7 @@ static int add_value(struct um_table *t, const char *key, const struct json *v)
 	return 1;
 }
 
-int um_add_perfherder(struct um_table *t, const char *text, size_t len)
+int um_table__add_perfherder(struct um_table *t, const char *text, size_t len)
 {
 	struct json *j = json_parse(text, len, NULL, 0);
 	const struct json *fw = json_get(json_get(j, "framework"), "name");

@@ -84,6 +84,6 @@ int um_table__put(struct um_table *t, const struct um_metric *m);
  * perfherder.FRAMEWORK.SUITE[.SUBTEST]. Returns the values taken, or UM_BAD_PERFHERDER
  * (negated) when the payload is not such an artifact.
  */
-int um_add_perfherder(struct um_table *t, const char *json, size_t len);
+int um_table__add_perfherder(struct um_table *t, const char *json, size_t len);
 
 #endif /* TP_USERMETRICS_H */

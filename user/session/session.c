@@ -285,7 +285,7 @@ void session__output_line(void *ctx, const char *line, size_t len)
 	rules__output_line(&s->rules, line, len, &s->um);
 	if (len > plen && !memcmp(line, PERFHERDER_PREFIX, plen)) {
 		/* Passed through whatever it holds; taken only if it is an artifact. */
-		if (um_add_perfherder(&s->um, line + plen, len - plen) < 0)
+		if (um_table__add_perfherder(&s->um, line + plen, len - plen) < 0)
 			s->um.rejected[UM_BAD_PERFHERDER]++;
 		else
 			s->um.accepted++;
@@ -581,11 +581,12 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
 	tp_fmt_time(when, sizeof(when), tp_realtime_ns());
-	task_add_fault(&s->rec,
-		       "the daemon changed hands at %s (the one before died or handed over): "
-		       "the counters are exact; the program table, processes, events, phases "
-		       "and the task's own metrics before then are not in this record",
-		       when);
+	task_record__add_fault(
+		&s->rec,
+		"the daemon changed hands at %s (the one before died or handed over): "
+		"the counters are exact; the program table, processes, events, phases "
+		"and the task's own metrics before then are not in this record",
+		when);
 	return 0;
 }
 
@@ -644,7 +645,7 @@ struct task_record *session__finish(struct session *s)
 	collector__read(s->c, s->slot, &rec->fig);
 	collector__net(s->c, s->slot, &s->p.cfg->http_ports, &rec->net);
 	progs = collector__programs(s->c, s->slot, &nprogs);
-	task_set_programs(rec, progs, nprogs);
+	task_record__set_programs(rec, progs, nprogs);
 	rec->lost_total = collector__lost_total(s->c);
 	rec->skipped_runs = collector__skipped_runs(s->c);
 	rec->by_daemon = s->p.by_daemon;
@@ -711,7 +712,7 @@ int session__live(struct session *s, struct task_record *out)
 	out->peak_cores = (double)s->sampler.peak_millicores / 1000.0;
 	collector__net(s->c, s->slot, &s->p.cfg->http_ports, &out->net);
 	progs = collector__programs(s->c, s->slot, &nprogs);
-	task_set_programs(out, progs, nprogs);
+	task_record__set_programs(out, progs, nprogs);
 	out->lost_total = collector__lost_total(s->c);
 	out->skipped_runs = collector__skipped_runs(s->c);
 	out->by_daemon = s->p.by_daemon;
@@ -729,7 +730,7 @@ void session__fault(struct session *s, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	tp_warn("task '%s': %s", s->p.id, msg);
-	task_add_fault(&s->rec, "%s", msg);
+	task_record__add_fault(&s->rec, "%s", msg);
 }
 
 /* The record into the spool of the session's store: 0, or -errno (said). */
@@ -806,7 +807,7 @@ void session__fini(struct session *s)
 	s->cg_lock = -1;
 	if (s->events_fd >= 0)
 		close(s->events_fd);
-	task_record_fini(&s->rec);
+	task_record__fini(&s->rec);
 	sampler__fini(&s->sampler);
 	msock__close(&s->msock);
 	rules__fini(&s->rules);

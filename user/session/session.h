@@ -130,7 +130,7 @@ void session__interrupt(struct session *s);
  */
 struct task_record *session__finish(struct session *s);
 /*
- * A running task's record so far, status "running", into out (task_record_fini frees
+ * A running task's record so far, status "running", into out (task_record__fini frees
  * it): the figures now, open phases as if they ended now. -ENOENT once it is over.
  * Nothing of the session changes. The caller drains the collector's events first
  * (collector__poll), once for any number of tasks.

@@ -38,7 +38,7 @@ static void p_num(struct params *p, long long v)
 
 static PGresult *query(struct sink *k, const char *sql, const struct params *p, int binary)
 {
-	PGresult *r = sink_run(k, sql, p->n, p->v, binary);
+	PGresult *r = sink__run(k, sql, p->n, p->v, binary);
 
 	if (r && PQresultStatus(r) == PGRES_TUPLES_OK)
 		return r;
@@ -454,7 +454,7 @@ static int pg_count(void *be, const char *metric, const struct store_filter *f, 
 
 static void pg_close(void *be)
 {
-	sink_close(be);
+	sink__close(be);
 	free(be);
 }
 
@@ -466,7 +466,7 @@ void *pgstore_open(const char *conninfo, const char *passfile, char *name, size_
 		tp_err("out of memory");
 		return NULL;
 	}
-	if (sink_open(k, conninfo, passfile, false, 60)) {
+	if (sink__open(k, conninfo, passfile, false, 60)) {
 		if (k->name[0])
 			tp_err("fleet %s: %s", k->name, k->err);
 		else

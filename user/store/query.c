@@ -18,8 +18,8 @@ struct store *query_open_store(const char *db, const char *config)
 	const char *env = getenv("TASKPROBE_DB"), *path;
 	struct config cfg;
 
-	config_defaults(&cfg);
-	if (config_load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	config__defaults(&cfg);
+	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
 		return NULL;
 	path = db ? db : env && *env ? env : cfg.db;
 	/* A fleet's PostgreSQL: its password from the config's passfile or PGPASSFILE. */
@@ -74,8 +74,8 @@ int query_find_task(struct store *s, const char *id, const char *host, struct st
 	return err;
 }
 
-int query_load_task(struct query_task *q, const char *db, const char *config, const char *id,
-		    const char *host, bool need_record, const char *who)
+int query_task__load(struct query_task *q, const char *db, const char *config, const char *id,
+		     const char *host, bool need_record, const char *who)
 {
 	int damaged;
 
@@ -104,7 +104,7 @@ int query_load_task(struct query_task *q, const char *db, const char *config, co
 	return 0;
 }
 
-void query_task_free(struct query_task *q)
+void query_task__free(struct query_task *q)
 {
 	for (int i = 0; i < q->nlabels; i++) {
 		free(q->labels[i].key);
@@ -145,8 +145,8 @@ void query_json_hist(struct jw *w, const struct store_hist_row *r)
 	jw_kstr(w, "unit", r->unit);
 	jw_ku64(w, "count", r->h.count);
 	jw_ku64(w, "sum", r->h.sum);
-	jw_ku64(w, "p50", hist_quantile(&r->h, 0.5));
-	jw_ku64(w, "p99", hist_quantile(&r->h, 0.99));
+	jw_ku64(w, "p50", tp_hist__quantile(&r->h, 0.5));
+	jw_ku64(w, "p99", tp_hist__quantile(&r->h, 0.99));
 	jw_key(w, "slots");
 	jw_arr_begin(w);
 	for (int i = 0; i < TP_HIST_SLOTS; i++)

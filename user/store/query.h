@@ -43,10 +43,10 @@ const char *query_label(const struct query_label *l, int n, const char *key);
  * The newest stored task id of a host matching host (NULL: any; store opened as
  * query_open_store does), its series, and
  * its record unless need_record is false and it has none yet: 0, or -1 after one line
- * "WHO: why". query_task_free() in either case.
+ * "WHO: why". query_task__free() in either case.
  */
-int query_load_task(struct query_task *q, const char *db, const char *config, const char *id,
-		    const char *host, bool need_record, const char *who);
+int query_task__load(struct query_task *q, const char *db, const char *config, const char *id,
+		     const char *host, bool need_record, const char *who);
 /*
  * store__find, and the line a person needs: no such task ("WHO: ...", or without the
  * prefix when who is NULL), or which host's task this is when more than one host has
@@ -54,7 +54,7 @@ int query_load_task(struct query_task *q, const char *db, const char *config, co
  */
 int query_find_task(struct store *s, const char *id, const char *host, struct store_task *t,
 		    const char *who);
-void query_task_free(struct query_task *q);
+void query_task__free(struct query_task *q);
 /* One task of a list: id, host, status, start, start_ns, wall_ns, exit_status, cpu, command. */
 void query_json_task(struct jw *w, const struct store_task_row *r);
 /* A histogram as a member of an object (its name the key): unit, count, sum, p50, p99. */

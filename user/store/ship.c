@@ -58,11 +58,11 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 	if (!st.waiting && !force)
 		return 0;
 	/* A run's few seconds bound each statement too; else a minute. */
-	if (sink_open(&k, cfg->sink, cfg->sink_passfile, true,
-		      budget_ns ? (int)(budget_ns / NS_PER_S) + 1 : 60)) {
+	if (sink__open(&k, cfg->sink, cfg->sink_passfile, true,
+		       budget_ns ? (int)(budget_ns / NS_PER_S) + 1 : 60)) {
 		snprintf(res->sink, sizeof(res->sink), "%s", k.name);
 		snprintf(res->error, sizeof(res->error), "%s", k.err);
-		sink_close(&k);
+		sink__close(&k);
 		fail_round(local, res, st.failures);
 		return -1;
 	}
@@ -86,7 +86,7 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 				k.conn_lost = false;
 				rc = -1;
 			} else {
-				rc = sink_ship(&k, doc);
+				rc = sink__ship(&k, doc);
 				free(doc);
 			}
 			if (rc < 0 && k.conn_lost) {
@@ -111,7 +111,7 @@ int ship_round(struct store *local, const struct config *cfg, long max, __u64 bu
 			}
 		}
 	}
-	sink_close(&k);
+	sink__close(&k);
 	if (n < 0 && !err) {
 		snprintf(res->error, sizeof(res->error), "the local store: cannot read the outbox");
 		err = -1;
@@ -143,17 +143,17 @@ int ship_prune(const struct config *cfg, __u64 budget_ns, struct prune_result *r
 	memset(res, 0, sizeof(*res));
 	if (!cfg->sink[0] || cfg->sink_retain_days <= 0)
 		return 0;
-	if (sink_open(&k, cfg->sink, cfg->sink_passfile, false,
-		      budget_ns ? (int)(budget_ns / NS_PER_S) + 1 : 0)) {
+	if (sink__open(&k, cfg->sink, cfg->sink_passfile, false,
+		       budget_ns ? (int)(budget_ns / NS_PER_S) + 1 : 0)) {
 		snprintf(res->sink, sizeof(res->sink), "%s", k.name);
 		snprintf(res->error, sizeof(res->error), "%s", k.err);
-		sink_close(&k);
+		sink__close(&k);
 		/* No tables yet: nothing to prune. */
 		return k.schema == 0 ? 0 : -1;
 	}
 	snprintf(res->sink, sizeof(res->sink), "%s", k.name);
 	for (;;) {
-		n = sink_prune(&k, before, PRUNE_BATCH);
+		n = sink__prune(&k, before, PRUNE_BATCH);
 		if (n == -EBUSY) {
 			res->busy = true;
 			break;
@@ -170,7 +170,7 @@ int ship_prune(const struct config *cfg, __u64 budget_ns, struct prune_result *r
 			break;
 		}
 	}
-	sink_close(&k);
+	sink__close(&k);
 	return n < 0 && n != -EBUSY ? -1 : 0;
 }
 

@@ -114,7 +114,7 @@ static PGresult *collect(struct sink *k, int sent)
 	return keep ? keep : PQmakeEmptyPGresult(k->conn, PGRES_FATAL_ERROR);
 }
 
-PGresult *sink_run(struct sink *k, const char *sql, int n, const char *const *params, int binary)
+PGresult *sink__run(struct sink *k, const char *sql, int n, const char *const *params, int binary)
 {
 	if (!k->conn)
 		return NULL;
@@ -136,7 +136,7 @@ static void result_err(struct sink *k, PGresult *r, const char *what)
 /* Runs a statement of no parameters; 0, or -1 with k->err set. */
 static int exec(struct sink *k, const char *sql, const char *what)
 {
-	PGresult *r = sink_run(k, sql, 0, NULL, 0);
+	PGresult *r = sink__run(k, sql, 0, NULL, 0);
 	ExecStatusType st = PQresultStatus(r);
 	int err = r && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : -1;
 
@@ -151,7 +151,7 @@ static int exec(struct sink *k, const char *sql, const char *what)
 /* The one value of a one-row query, or -1 with k->err set. */
 static long long query_num(struct sink *k, const char *sql, const char *what)
 {
-	PGresult *r = sink_run(k, sql, 0, NULL, 0);
+	PGresult *r = sink__run(k, sql, 0, NULL, 0);
 	long long v = -1;
 
 	if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
@@ -212,12 +212,12 @@ static int migrate(struct sink *k)
 	}
 	return exec(k, "COMMIT", "committing the migration");
 fail:
-	PQclear(sink_run(k, "ROLLBACK", 0, NULL, 0));
+	PQclear(sink__run(k, "ROLLBACK", 0, NULL, 0));
 	return -1;
 }
 
-int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate_it,
-	      int timeout_s)
+int sink__open(struct sink *k, const char *conninfo, const char *passfile, bool migrate_it,
+	       int timeout_s)
 {
 	/* Ours first: a setting in the string itself wins over them; the passfile last. */
 	const char *kw[] = { "connect_timeout", "application_name", "dbname", "passfile", NULL };
@@ -278,7 +278,7 @@ int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool m
 	return v == SINK_SCHEMA ? 0 : -1;
 }
 
-void sink_close(struct sink *k)
+void sink__close(struct sink *k)
 {
 	if (k->conn)
 		PQfinish(k->conn);
@@ -327,7 +327,7 @@ static int ship_failed(struct sink *k, PGresult *r, const char *what)
 	return -1;
 }
 
-int sink_ship(struct sink *k, const char *doc)
+int sink__ship(struct sink *k, const char *doc)
 {
 	PGresult *r;
 	int fresh;
@@ -360,7 +360,7 @@ static const char prune_sql[] =
 	"  RETURNING 1)"
 	" SELECT (SELECT ok FROM l)::int, count(*) FROM d";
 
-long sink_prune(struct sink *k, __s64 before_ns, int n)
+long sink__prune(struct sink *k, __s64 before_ns, int n)
 {
 	char before[24], lim[16];
 	const char *params[] = { before, lim };
@@ -370,7 +370,7 @@ long sink_prune(struct sink *k, __s64 before_ns, int n)
 	snprintf(before, sizeof(before), "%lld", (long long)before_ns);
 	snprintf(lim, sizeof(lim), "%d", n);
 	k->conn_lost = false;
-	r = sink_run(k, prune_sql, 2, params, 0);
+	r = sink__run(k, prune_sql, 2, params, 0);
 	if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		result_err(k, r, "pruning the fleet");
 		k->conn_lost = true;

@@ -34,26 +34,26 @@ struct pg_result; /* libpq's PGresult */
  * every statement after has timeout_s (0: 60) to answer, or the connection goes.
  * 0, or -1 with k->err set; k->name is set either way.
  */
-int sink_open(struct sink *k, const char *conninfo, const char *passfile, bool migrate,
-	      int timeout_s);
-void sink_close(struct sink *k);
+int sink__open(struct sink *k, const char *conninfo, const char *passfile, bool migrate,
+	       int timeout_s);
+void sink__close(struct sink *k);
 /*
  * Ships one task's document (store__ship_doc) in a transaction of its own: 1 when it
  * was new, 0 when the fleet already had it (host, id and start are its key), -1 with
  * k->err set (k->conn_lost when the connection failed rather than the task).
  */
-int sink_ship(struct sink *k, const char *doc);
+int sink__ship(struct sink *k, const char *doc);
 /*
  * Deletes the fleet's tasks that started before before_ns (with their rows), oldest
  * first, up to n of them, in one statement under an advisory lock that another host
  * pruning holds: how many went, -EBUSY when another host prunes now, or -1 with k->err.
  */
-long sink_prune(struct sink *k, __s64 before_ns, int n);
+long sink__prune(struct sink *k, __s64 before_ns, int n);
 /*
  * One statement (or several without parameters), answered within k->timeout_s: its
  * result (an error one too), or NULL when none came (k->conn is then closed).
  */
-struct pg_result *sink_run(struct sink *k, const char *sql, int n, const char *const *params,
-			   int binary);
+struct pg_result *sink__run(struct sink *k, const char *sql, int n, const char *const *params,
+			    int binary);
 
 #endif /* TP_SINK_H */

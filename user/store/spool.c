@@ -122,7 +122,7 @@ static char *file_text(const struct task_record *rec, const struct label *host, 
 	jw_obj_end(&w);
 	fputc('\n', f);
 	jw_init(&w, f, false);
-	task_write_json(&w, rec);
+	task_record__write_json(&w, rec);
 	fputc('\n', f);
 	if (blen)
 		fwrite(blob, 1, blen, f);
@@ -292,8 +292,8 @@ static int store_file(struct store *st, int dfd, const char *name)
 	} else {
 		memset(&sp, 0, sizeof(sp));
 	}
-	if (!err && task_from_json(&rec, sp.rec_json)) {
-		task_record_fini(&rec);
+	if (!err && task_record__from_json(&rec, sp.rec_json)) {
+		task_record__fini(&rec);
 		err = -EINVAL;
 	}
 	if (!err) {
@@ -304,7 +304,7 @@ static int store_file(struct store *st, int dfd, const char *name)
 				host[nhost++] = (struct label){ l->key, l->str };
 		err = store__restore(st, &rec, host, nhost, sp.npts ? sp.blob : NULL, sp.blen,
 				     sp.npts);
-		task_record_fini(&rec);
+		task_record__fini(&rec);
 	}
 	if (!err && unlinkat(dfd, name, 0) && errno != ENOENT)
 		err = -errno;

@@ -753,7 +753,7 @@ static int write_end(struct store *s, __s64 tid, const struct task_record *t)
 	if (!f)
 		return -ENOMEM;
 	jw_init(&w, f, false);
-	task_write_json(&w, t);
+	task_record__write_json(&w, t);
 	if (fclose(f)) {
 		free(record);
 		return -ENOMEM;
@@ -761,12 +761,12 @@ static int write_end(struct store *s, __s64 tid, const struct task_record *t)
 	err = run_stmt(s,
 		       "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
 		       "record = ?, ship = CASE WHEN ? THEN 1 END WHERE tid = ?",
-		       "tiitii", task_status_names[t->end], (long long)task_exit_status(t),
+		       "tiitii", task_status_names[t->end], (long long)task_record__exit_status(t),
 		       (long long)t->wall_ns, record, (long long)s->outbox, (long long)tid);
 	if (!err)
 		err = write_metrics(s, tid, record);
 	for (size_t i = 0; i < hist_descs_n && !err; i++)
-		if (task_collected(t, hist_descs[i].name))
+		if (task_record__collected(t, hist_descs[i].name))
 			err = write_hist(s, tid, &hist_descs[i],
 					 hist_descs[i].at((struct task_record *)t));
 	if (!err)

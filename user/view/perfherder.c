@@ -31,15 +31,15 @@ static void perf_subtests(struct jw *w, __u64 cpu_ns, __u64 wall_ns, __u64 rd, _
 	jw_arr_end(w);
 }
 
-void task_print_perfherder(FILE *f, const struct task_record *t)
+void task_record__print_perfherder(FILE *f, const struct task_record *t)
 {
 	fputs(PERFHERDER_PREFIX, f);
-	task_write_perfherder(f, t);
+	task_record__write_perfherder(f, t);
 	fputc('\n', f);
 	fflush(f);
 }
 
-void task_write_perfherder(FILE *f, const struct task_record *t)
+void task_record__write_perfherder(FILE *f, const struct task_record *t)
 {
 	const struct task_figures *g = &t->fig;
 	const char *src;
@@ -60,7 +60,7 @@ void task_write_perfherder(FILE *f, const struct task_record *t)
 	jw_kdouble(&w, "value", t->wall_ns / 1e9);
 	jw_kstr(&w, "unit", "s");
 	perf_subtests(&w, g->cpu.cpu_ns, t->wall_ns, g->ioac.read_bytes, g->ioac.write_bytes,
-		      (__s64)task_mem_peak(t, &src), g->proc.execs);
+		      (__s64)task_record__mem_peak(t, &src), g->proc.execs);
 	jw_obj_end(&w);
 	for (size_t i = 0; t->phases && i < t->phases->n; i++) {
 		const struct phase *p = &t->phases->p[i];

@@ -52,7 +52,7 @@ static void print_end(FILE *f, const struct task_record *t)
 	else if (t->end == TASK_NOT_FOUND || t->end == TASK_EXEC_FAILED)
 		fprintf(f, "taskprobe: task never ran: its command %s (exit status %d)\n",
 			t->end == TASK_NOT_FOUND ? "was not found" : "could not be executed",
-			task_exit_status(t));
+			task_record__exit_status(t));
 	else if (t->end == TASK_ENDED || t->end == TASK_INTERRUPTED)
 		fprintf(f, "taskprobe: task %s after %s\n",
 			t->end == TASK_ENDED ? "ended" : "interrupted (the daemon stopped)", wall);
@@ -164,12 +164,12 @@ static void print_io_mem(FILE *f, const struct task_record *t)
 	/* Two lines: with long figures, one would pass 80 columns. */
 	if (g->io.lat.count)
 		fprintf(f, "             latency p50 %s, p99 %s\n",
-			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->io.lat, 0.50)),
-			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->io.lat, 0.99)));
+			tp_fmt_dur(a, sizeof(a), tp_hist__quantile(&g->io.lat, 0.50)),
+			tp_fmt_dur(b, sizeof(b), tp_hist__quantile(&g->io.lat, 0.99)));
 	fprintf(f, "             syscalls read %s, wrote %s\n",
 		tp_fmt_bytes(c, sizeof(c), g->ioac.rchar),
 		tp_fmt_bytes(d, sizeof(d), g->ioac.wchar));
-	tp_fmt_bytes(a, sizeof(a), task_mem_peak(t, &src));
+	tp_fmt_bytes(a, sizeof(a), task_record__mem_peak(t, &src));
 	fprintf(f, "  memory     peak %s (%s), %llu OOM kills\n", a, src,
 		(unsigned long long)g->mem.oom_kills);
 }
@@ -209,7 +209,7 @@ static void print_cgroup_only(FILE *f, const struct task_record *t)
 	const char *src;
 
 	if (t->have_memory_peak) {
-		tp_fmt_bytes(a, sizeof(a), task_mem_peak(t, &src));
+		tp_fmt_bytes(a, sizeof(a), task_record__mem_peak(t, &src));
 		fprintf(f, "  memory     peak %s (%s)\n", a, src);
 	}
 	print_phases(f, t);
@@ -218,7 +218,7 @@ static void print_cgroup_only(FILE *f, const struct task_record *t)
 	print_faults(f, t);
 }
 
-void task_print_summary(FILE *f, const struct task_record *t)
+void task_record__print_summary(FILE *f, const struct task_record *t)
 {
 	char cmd[SUMMARY_WIDTH], a[32], b[32], c[32];
 	const struct task_figures *g = &t->fig;
@@ -252,7 +252,7 @@ void task_print_summary(FILE *f, const struct task_record *t)
 			"then\n",
 			(unsigned long long)g->proc.left_task);
 	print_io_mem(f, t);
-	net_print_summary(f, &t->net, t->all_endpoints);
+	net_figures__print_summary(f, &t->net, t->all_endpoints);
 	print_phases(f, t);
 	if (t->um && (t->um->n || t->um->accepted || um_table__rejected_total(t->um)))
 		fprintf(f,
@@ -261,18 +261,18 @@ void task_print_summary(FILE *f, const struct task_record *t)
 			(unsigned long long)um_table__rejected_total(t->um), t->um->n);
 	print_leftovers(f, t);
 	print_programs(f, t);
-	if (task_collected(t, "cpu.runq_wait_ns"))
+	if (task_record__collected(t, "cpu.runq_wait_ns"))
 		fprintf(f, "  run queue  %s waiting for a CPU (%.1f%% of its CPU time)\n",
 			tp_fmt_dur(a, sizeof(a), g->cpu.wait_ns),
 			g->cpu.cpu_ns ? 100.0 * (double)g->cpu.wait_ns / (double)g->cpu.cpu_ns
 				      : 0.0);
-	if (task_collected(t, "cpu.runq_latency")) {
+	if (task_record__collected(t, "cpu.runq_latency")) {
 		fprintf(f, "  run queue  %llu waits, p50 %s, p99 %s\n",
 			(unsigned long long)g->cpu.runq.count,
-			tp_fmt_dur(a, sizeof(a), hist_quantile(&g->cpu.runq, 0.50)),
-			tp_fmt_dur(b, sizeof(b), hist_quantile(&g->cpu.runq, 0.99)));
+			tp_fmt_dur(a, sizeof(a), tp_hist__quantile(&g->cpu.runq, 0.50)),
+			tp_fmt_dur(b, sizeof(b), tp_hist__quantile(&g->cpu.runq, 0.99)));
 		if (g->cpu.runq.count)
-			hist_print(f, &g->cpu.runq, 1, "nsecs");
+			tp_hist__print(f, &g->cpu.runq, 1, "nsecs");
 	}
 	if (g->proc.lost_events || t->lost_total)
 		fprintf(f,

@@ -8,6 +8,6 @@
 #include "model/task.h"
 
 /* The human summary, at most 80 columns wide. */
-void task_print_summary(FILE *f, const struct task_record *t);
+void task_record__print_summary(FILE *f, const struct task_record *t);
 
 #endif /* TP_SUMMARY_H */
