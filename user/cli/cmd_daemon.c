@@ -27,6 +27,7 @@
 #include "model/collect_kinds.h"
 #include "collector/collector.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "session/control.h"
 #include "session/handover.h"
@@ -1214,18 +1215,39 @@ static int listen_on(struct daemon *d, const char *path)
 	return 0;
 }
 
+struct daemon_args {
+	const char *sock;
+	const char *listen_at;
+	bool keep_tasks;
+};
+
+static int daemon_opt(void *ctx, int opt, char *arg)
+{
+	struct daemon_args *a = ctx;
+
+	if (opt == 's')
+		a->sock = arg;
+	else if (opt == 'L')
+		a->listen_at = arg;
+	else
+		a->keep_tasks = true;
+	return 0;
+}
+
 int cmd_daemon(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "db", required_argument, NULL, 'd' },
+	static const struct option own[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'L' },
 		{ "keep-tasks", no_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *db = NULL, *sock = NULL, *listen_at = NULL, *why = NULL;
+	struct daemon_args a = { 0 };
+	const struct cli_cmd cmd = { "daemon", daemon_usage, SHARED_DB | SHARED_CONFIG,
+				     own,      NULL,	     daemon_opt,
+				     &a };
+	const char *db, *sock, *listen_at, *why = NULL;
+	struct shared_opts so;
 	struct handover_task *left = NULL;
 	char pinned[PATH_MAX];
 	bool adopted;
@@ -1234,37 +1256,17 @@ int cmd_daemon(int argc, char **argv)
 	struct collector_opts copts = { 0 };
 	struct daemon d = { .lfd = -1, .sfd = -1 };
 	sigset_t mask;
-	int opt, err;
+	int err;
 
 	d.loop.ep = d.loop.tick_fd = -1;
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			d.config_path = optarg;
-			break;
-		case 'd':
-			db = optarg;
-			break;
-		case 's':
-			sock = optarg;
-			break;
-		case 'L':
-			listen_at = optarg;
-			break;
-		case 'k':
-			d.keep_tasks = true;
-			break;
-		case 'h':
-			fputs(daemon_usage, stdout);
-			return 0;
-		default:
-			tp_err("daemon: %s option '%s'; see 'taskprobe daemon --help'",
-			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
-			return 2;
-		}
-	}
+	err = cli_parse(argc, argv, &cmd, &so);
+	if (err)
+		return err > 0 ? 0 : 2;
+	d.config_path = so.config;
+	db = so.db;
+	sock = a.sock;
+	listen_at = a.listen_at;
+	d.keep_tasks = a.keep_tasks;
 	if (optind < argc) {
 		tp_err("daemon: unexpected argument '%.64s'", argv[optind]);
 		return 2;

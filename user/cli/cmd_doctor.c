@@ -11,6 +11,7 @@
 #include "collector/cgroup.h"
 #include "collector/collector.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "base/conninfo.h"
 #include "base/conninfo.h"
@@ -160,24 +161,25 @@ int cmd_doctor(int argc, char **argv)
 	struct collector *col;
 	char mnt[4096];
 	struct utsname u;
-	const char *config = NULL;
-	bool json = false, bad = false;
+	const struct cli_cmd cmd = { .name = "doctor",
+				     .usage = doctor_usage,
+				     .shared = SHARED_CONFIG | SHARED_JSON };
+	struct shared_opts so;
+	const char *config;
+	bool json, bad = false;
+	int rc;
 	int n = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			config = argv[++i];
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(doctor_usage, stdout);
-			return 0;
-		} else {
-			tp_err("doctor: unknown option '%.64s'; see 'taskprobe doctor --help'",
-			       argv[i]);
-			return 2;
-		}
+	rc = cli_parse(argc, argv, &cmd, &so);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (optind < argc) {
+		tp_err("doctor: unexpected argument '%.64s'; see 'taskprobe doctor --help'",
+		       argv[optind]);
+		return 2;
 	}
+	config = so.config;
+	json = so.json;
 	memset(c, 0, sizeof(c));
 	uname(&u);
 	c[n] = (struct check){ "kernel", true, false, "", NULL };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "collector/metrics_socket.h"
 #include "model/user_metrics.h"
 
@@ -113,8 +114,7 @@ int cmd_emit(int argc, char **argv)
 			fputs(emit_usage, stdout);
 			return 0;
 		default:
-			tp_err("emit: unknown or incomplete option '%s'; see 'taskprobe emit --help'",
-			       argv[optind - 1]);
+			cli_option_error("emit", opt, argv[optind - 1]);
 			return 2;
 		}
 	}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "view/fxprofile.h"
 #include "base/json.h"
 #include "view/perfherder.h"
@@ -305,52 +306,46 @@ static int write_export(FILE *f, void *ctx)
 	return -EINVAL;
 }
 
+struct export_args {
+	const char *format;
+	const char *out;
+};
+
+static int export_opt(void *ctx, int opt, char *arg)
+{
+	struct export_args *a = ctx;
+
+	if (opt == 'f')
+		a->format = arg;
+	else
+		a->out = arg;
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "db", required_argument, NULL, 'd' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *format = NULL;
+	struct export_args a = { 0 };
+	const struct cli_cmd cmd = {
+		"export", export_usage, SHARED_DB | SHARED_CONFIG | SHARED_HOST,
+		own,	  "o:",		export_opt,
+		&a
+	};
+	const char *out, *format;
+	struct shared_opts so;
 	struct export x = { 0 };
 	struct query_task q;
-	int opt, fmt = -1, err, ret;
+	int fmt = -1, err, ret;
 
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			format = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'd':
-			db = optarg;
-			break;
-		case 'c':
-			config = optarg;
-			break;
-		case 'H':
-			if (!query_host_option("export", optarg))
-				return 2;
-			host = optarg;
-			break;
-		case 'h':
-			fputs(export_usage, stdout);
-			return 0;
-		default:
-			tp_err("export: %s option '%s'; see 'taskprobe export --help'",
-			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
-			return 2;
-		}
-	}
+	ret = cli_parse(argc, argv, &cmd, &so);
+	if (ret)
+		return ret > 0 ? 0 : 2;
+	out = a.out;
+	format = a.format;
 	for (size_t i = 0; format && i < ARRAY_SIZE(format_names); i++)
 		if (!strcmp(format, format_names[i]))
 			fmt = (int)i;
@@ -365,7 +360,7 @@ int cmd_export(int argc, char **argv)
 	x.id = argv[optind];
 	x.fmt = (enum export_format)fmt;
 	ret = 1;
-	if (query_task__load(&q, db, config, x.id, host, fmt != EXPORT_CSV, "export"))
+	if (query_task__load(&q, so.db, so.config, x.id, so.host, fmt != EXPORT_CSV, "export"))
 		goto out;
 	x.rec = q.rec;
 	x.record_text = q.st.record;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "store/query.h"
 #include "model/series.h"
@@ -51,6 +52,7 @@ const char count_usage[] =
 
 /* Options every query takes, plus the ones a command allows. */
 struct qopts {
+	const char *cmd;
 	const char *db;
 	const char *config;
 	bool json;
@@ -67,148 +69,111 @@ struct qopts {
 	int nargs;
 };
 
-enum {
-	Q_DB = 0x200,
-	Q_CONFIG,
-	Q_JSON,
-	Q_SINCE,
-	Q_LABEL,
-	Q_STATUS,
-	Q_LIMIT,
-	Q_BY,
-	Q_HOST,
-	Q_POINTS
-};
+enum { Q_SINCE = 0x200, Q_LABEL, Q_STATUS, Q_LIMIT, Q_BY, Q_POINTS };
+
+static int query_opt(void *ctx, int opt, char *arg)
+{
+	struct qopts *q = ctx;
+	const char *cmd = q->cmd, *why;
+	__u64 n;
+
+	switch (opt) {
+	case Q_SINCE:
+		if (tp_parse_duration(arg, &q->since_ns)) {
+			tp_err("%s: invalid --since '%.32s': use 90s, 30m, 12h, 7d or 2w", cmd,
+			       arg);
+			return -EINVAL;
+		}
+		q->have_since = true;
+		return 0;
+	case Q_LABEL:
+		if (q->nfilters >= MAX_FILTERS) {
+			tp_err("%s: at most %d --label filters", cmd, MAX_FILTERS);
+			return -EINVAL;
+		}
+		if (tp_parse_label(arg, &q->filters[q->nfilters].key, &q->filters[q->nfilters].val,
+				   &why)) {
+			tp_err("%s: invalid label '%.64s': %s", cmd, arg, why);
+			return -EINVAL;
+		}
+		q->nfilters++;
+		return 0;
+	case Q_STATUS:
+		if (!store_status_known(arg)) {
+			tp_err("%s: invalid --status '%.32s': %s", cmd, arg, store_status_list());
+			return -EINVAL;
+		}
+		q->status = arg;
+		return 0;
+	case Q_LIMIT:
+		if (tp_parse_u64(arg, 1000000, &n) || !n) {
+			tp_err("%s: invalid --limit '%.32s': 1 to 1000000", cmd, arg);
+			return -EINVAL;
+		}
+		q->limit = (long)n;
+		return 0;
+	case Q_POINTS:
+		if (tp_parse_u64(arg, SERIES_POINTS_MAX, &n) || !n) {
+			tp_err("%s: invalid --points '%.32s': 1 to %d", cmd, arg,
+			       SERIES_POINTS_MAX);
+			return -EINVAL;
+		}
+		q->points = (long)n;
+		return 0;
+	default: /* Q_BY */
+		q->by = arg;
+		return 0;
+	}
+}
 
 /* allowed: which of since/label/status/limit/by/host/points this command takes. */
 static int parse_query(int argc, char **argv, const char *allowed, int min_args, int max_args,
 		       const char *usage, struct qopts *q)
 {
 	static const struct option all[] = {
-		{ "db", required_argument, NULL, Q_DB },
-		{ "config", required_argument, NULL, Q_CONFIG },
-		{ "json", no_argument, NULL, Q_JSON },
 		{ "since", required_argument, NULL, Q_SINCE },
 		{ "label", required_argument, NULL, Q_LABEL },
 		{ "status", required_argument, NULL, Q_STATUS },
 		{ "limit", required_argument, NULL, Q_LIMIT },
 		{ "by", required_argument, NULL, Q_BY },
-		{ "host", required_argument, NULL, Q_HOST },
 		{ "points", required_argument, NULL, Q_POINTS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
 	};
-	const char *cmd = argv[0], *why;
-	__u64 n;
-	int opt;
+	struct option own[ARRAY_SIZE(all) + 1];
+	struct cli_cmd cmd = {
+		argv[0], usage, SHARED_DB | SHARED_CONFIG | SHARED_JSON | SHARED_VERBOSE,
+		own,	 NULL,	query_opt,
+		q
+	};
+	struct shared_opts so;
+	size_t n = 0;
+	int rc;
 
 	memset(q, 0, sizeof(*q));
+	q->cmd = argv[0];
 	q->limit = 50;
-	/* Errors in JSON too when --json is anywhere on the line, even after a bad option. */
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--json"))
-			tp_json_errors = 1;
 	q->points = 20;
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":hv", all, NULL)) != -1) {
-		const char *name = opt >= Q_SINCE && opt <= Q_POINTS ? all[opt - Q_DB].name : NULL;
-
-		if (name && !strstr(allowed, name)) {
-			tp_err("%s: unknown option '--%s'; see 'taskprobe %s --help'", cmd, name,
-			       cmd);
-			return -EINVAL;
-		}
-		switch (opt) {
-		case Q_DB:
-			q->db = optarg;
-			break;
-		case Q_CONFIG:
-			q->config = optarg;
-			break;
-		case Q_JSON:
-			q->json = true;
-			break;
-		case Q_SINCE:
-			if (tp_parse_duration(optarg, &q->since_ns)) {
-				tp_err("%s: invalid --since '%.32s': use 90s, 30m, 12h, 7d or 2w",
-				       cmd, optarg);
-				return -EINVAL;
-			}
-			q->have_since = true;
-			break;
-		case Q_LABEL:
-			if (q->nfilters >= MAX_FILTERS) {
-				tp_err("%s: at most %d --label filters", cmd, MAX_FILTERS);
-				return -EINVAL;
-			}
-			if (tp_parse_label(optarg, &q->filters[q->nfilters].key,
-					   &q->filters[q->nfilters].val, &why)) {
-				tp_err("%s: invalid label '%.64s': %s", cmd, optarg, why);
-				return -EINVAL;
-			}
-			q->nfilters++;
-			break;
-		case Q_STATUS:
-			if (strcmp(optarg, "running") && strcmp(optarg, "exited") &&
-			    strcmp(optarg, "signaled") && strcmp(optarg, "lost") &&
-			    strcmp(optarg, "not_found") && strcmp(optarg, "exec_failed") &&
-			    strcmp(optarg, "ended") && strcmp(optarg, "interrupted")) {
-				tp_err("%s: invalid --status '%.32s': running, exited, signaled, lost, "
-				       "not_found, exec_failed, ended or interrupted",
-				       cmd, optarg);
-				return -EINVAL;
-			}
-			q->status = optarg;
-			break;
-		case Q_LIMIT:
-			if (tp_parse_u64(optarg, 1000000, &n) || !n) {
-				tp_err("%s: invalid --limit '%.32s': 1 to 1000000", cmd, optarg);
-				return -EINVAL;
-			}
-			q->limit = (long)n;
-			break;
-		case Q_POINTS:
-			if (tp_parse_u64(optarg, SERIES_POINTS_MAX, &n) || !n) {
-				tp_err("%s: invalid --points '%.32s': 1 to %d", cmd, optarg,
-				       SERIES_POINTS_MAX);
-				return -EINVAL;
-			}
-			q->points = (long)n;
-			break;
-		case Q_BY:
-			q->by = optarg;
-			break;
-		case Q_HOST:
-			if (!query_host_option(cmd, optarg))
-				return -EINVAL;
-			q->host = optarg;
-			break;
-		case 'v':
-			tp_verbose = 1;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case ':':
-			tp_err("%s: option '%s' needs a value", cmd, argv[optind - 1]);
-			return -EINVAL;
-		default:
-			tp_err("%s: unknown option '%s'; see 'taskprobe %s --help'", cmd,
-			       argv[optind - 1], cmd);
-			return -EINVAL;
-		}
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (strstr(allowed, all[i].name))
+			own[n++] = all[i];
+	memset(&own[n], 0, sizeof(own[n]));
+	if (strstr(allowed, "host"))
+		cmd.shared |= SHARED_HOST;
+	rc = cli_parse(argc, argv, &cmd, &so);
+	if (rc)
+		return rc;
+	q->db = so.db;
+	q->config = so.config;
+	q->json = so.json;
+	q->host = so.host;
 	while (optind < argc && q->nargs < 2)
 		q->args[q->nargs++] = argv[optind++];
 	if (optind < argc || q->nargs < min_args || q->nargs > max_args) {
-		tp_err("%s: wrong number of arguments; %.*s", cmd, (int)strcspn(usage, "\n"),
+		tp_err("%s: wrong number of arguments; %.*s", q->cmd, (int)strcspn(usage, "\n"),
 		       usage);
 		return -EINVAL;
 	}
-	if (q->nargs && strcmp(cmd, "count") && !tp_valid_id(q->args[0])) {
-		tp_err("%s: invalid task id '%.64s': use " TP_ID_RULE, cmd, q->args[0]);
+	if (q->nargs && strcmp(q->cmd, "count") && !tp_valid_id(q->args[0])) {
+		tp_err("%s: invalid task id '%.64s': use " TP_ID_RULE, q->cmd, q->args[0]);
 		return -EINVAL;
 	}
 	return 0;

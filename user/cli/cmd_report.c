@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "base/json.h"
 #include "store/query.h"
 #include "view/report.h"
@@ -39,57 +40,53 @@ static int write_report(FILE *f, void *ctx)
 	return j->markdown ? report_markdown(f, j->in.rec) : report_html(f, &j->in);
 }
 
+struct report_args {
+	const char *out;
+	bool markdown;
+};
+
+static int report_opt(void *ctx, int opt, char *arg)
+{
+	struct report_args *a = ctx;
+
+	if (opt == 'o') {
+		a->out = arg;
+		return 0;
+	}
+	if (strcmp(arg, "html") && strcmp(arg, "markdown")) {
+		tp_err("report: --format is html or markdown, not '%.32s'", arg);
+		return -EINVAL;
+	}
+	a->markdown = !strcmp(arg, "markdown");
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "db", required_argument, NULL, 'd' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *db = NULL, *config = NULL, *host = NULL, *id;
+	struct report_args a = { 0 };
+	const struct cli_cmd cmd = {
+		"report", report_usage, SHARED_DB | SHARED_CONFIG | SHARED_HOST,
+		own,	  "o:",		report_opt,
+		&a
+	};
+	const char *out, *id;
+	struct shared_opts so;
 	struct report_job job;
 	struct query_task q;
-	bool markdown = false;
-	int opt, ret = 1, err;
+	bool markdown;
+	int ret, err;
 
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			if (strcmp(optarg, "html") && strcmp(optarg, "markdown")) {
-				tp_err("report: --format is html or markdown, not '%.32s'", optarg);
-				return 2;
-			}
-			markdown = !strcmp(optarg, "markdown");
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'd':
-			db = optarg;
-			break;
-		case 'c':
-			config = optarg;
-			break;
-		case 'H':
-			if (!query_host_option("report", optarg))
-				return 2;
-			host = optarg;
-			break;
-		case 'h':
-			fputs(report_usage, stdout);
-			return 0;
-		default:
-			tp_err("report: %s option '%s'; see 'taskprobe report --help'",
-			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
-			return 2;
-		}
-	}
+	ret = cli_parse(argc, argv, &cmd, &so);
+	if (ret)
+		return ret > 0 ? 0 : 2;
+	out = a.out;
+	markdown = a.markdown;
+	ret = 1;
 	if (optind != argc - 1) {
 		tp_err("report: one task id, please; see 'taskprobe report --help'");
 		return 2;
@@ -99,7 +96,7 @@ int cmd_report(int argc, char **argv)
 		tp_err("report: invalid task id: use " TP_ID_RULE);
 		return 2;
 	}
-	if (query_task__load(&q, db, config, id, host, true, "report"))
+	if (query_task__load(&q, so.db, so.config, id, so.host, true, "report"))
 		goto out;
 	job = (struct report_job){ markdown, { q.rec, q.pts, q.n, q.labels, q.nlabels } };
 	if (!out)

@@ -21,6 +21,7 @@
 #include "collector/cgroup.h"
 #include "model/collect_kinds.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "session/control.h"
 #include "session/hostinfo.h"
@@ -233,13 +234,8 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		case 'h':
 			o->help = true;
 			return 0;
-		case ':':
-			tp_err("run: option '%s' needs a value; see 'taskprobe run --help'",
-			       argv[optind - 1]);
-			return -EINVAL;
 		default:
-			tp_err("run: unknown option '%s'; see 'taskprobe run --help'",
-			       argv[optind - 1]);
+			cli_option_error("run", opt, argv[optind - 1]);
 			return -EINVAL;
 		}
 	}

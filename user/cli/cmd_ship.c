@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* `taskprobe ship`: send the local outbox to the config's sink now. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "store/ship.h"
 #include "store/store.h"
@@ -52,60 +54,55 @@ static int prune(const struct config *cfg)
 	return 0;
 }
 
+struct ship_args {
+	__u64 max;
+	bool backfill;
+	bool refused;
+};
+
+static int ship_opt(void *ctx, int opt, char *arg)
+{
+	struct ship_args *a = ctx;
+
+	if (opt == 'b') {
+		a->backfill = true;
+	} else if (opt == 'r') {
+		a->refused = true;
+	} else if (tp_parse_u64(arg, 100000000, &a->max) || !a->max) {
+		tp_err("ship: invalid --max '%.32s': a whole number from 1", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cmd_ship(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "db", required_argument, NULL, 'd' },
+	static const struct option own[] = {
 		{ "max", required_argument, NULL, 'm' },
 		{ "backfill", no_argument, NULL, 'b' },
 		{ "refused", no_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *config = NULL, *db = NULL, *env = getenv("TASKPROBE_DB");
+	struct ship_args a = { 0 };
+	const struct cli_cmd cmd = { "ship",   ship_usage, SHARED_DB | SHARED_CONFIG, own, NULL,
+				     ship_opt, &a };
+	const char *config, *db, *env = getenv("TASKPROBE_DB");
 	struct ship_result res;
+	struct shared_opts so;
 	struct config cfg;
 	struct store *s;
-	bool backfill = false, refused = false;
-	__u64 max = 0;
-	int opt, rc;
+	bool backfill, refused;
+	__u64 max;
+	int rc;
 
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'd':
-			db = optarg;
-			break;
-		case 'm':
-			if (tp_parse_u64(optarg, 100000000, &max) || !max) {
-				tp_err("ship: invalid --max '%.32s': a whole number from 1",
-				       optarg);
-				return 2;
-			}
-			break;
-		case 'b':
-			backfill = true;
-			break;
-		case 'r':
-			refused = true;
-			break;
-		case 'h':
-			fputs(ship_usage, stdout);
-			return 0;
-		case ':':
-			tp_err("ship: option '%s' needs a value", argv[optind - 1]);
-			return 2;
-		default:
-			tp_err("ship: unknown option '%s'; see 'taskprobe ship --help'",
-			       argv[optind - 1]);
-			return 2;
-		}
-	}
+	rc = cli_parse(argc, argv, &cmd, &so);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	config = so.config;
+	db = so.db;
+	max = a.max;
+	backfill = a.backfill;
+	refused = a.refused;
 	if (optind < argc) {
 		tp_err("ship: unexpected argument '%.64s'; see 'taskprobe ship --help'",
 		       argv[optind]);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "session/control.h"
 #include "session/hostinfo.h"
 #include "base/json.h"
@@ -151,8 +152,7 @@ int cmd_task(int argc, char **argv)
 			fputs(task_usage, stdout);
 			return 0;
 		default:
-			tp_err("task: %s option '%s'; see 'taskprobe task --help'",
-			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
+			cli_option_error("task", opt, argv[optind - 1]);
 			return 2;
 		}
 	}

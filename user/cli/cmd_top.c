@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "model/config.h"
 #include "session/control.h"
 #include "store/query.h"
@@ -242,40 +243,39 @@ static void draw(const struct top *t, bool tty, int width)
 	fflush(stdout);
 }
 
+struct top_args {
+	struct top *t;
+	bool *once;
+};
+
+static int top_opt(void *ctx, int opt, char *arg)
+{
+	struct top_args *a = ctx;
+
+	if (opt == 'o')
+		*a->once = true;
+	else
+		a->t->sock = arg;
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct top *t, bool *once)
 {
-	static const struct option opts[] = {
-		{ "once", no_argument, NULL, 'o' },	{ "socket", required_argument, NULL, 's' },
-		{ "db", required_argument, NULL, 'd' }, { "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },	{ 0 },
+	static const struct option own[] = {
+		{ "once", no_argument, NULL, 'o' },
+		{ "socket", required_argument, NULL, 's' },
+		{ 0 },
 	};
-	int opt;
+	struct top_args a = { t, once };
+	const struct cli_cmd cmd = { "top",   top_usage, SHARED_DB | SHARED_CONFIG, own, NULL,
+				     top_opt, &a };
+	struct shared_opts so;
+	int rc = cli_parse(argc, argv, &cmd, &so);
 
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			*once = true;
-			break;
-		case 's':
-			t->sock = optarg;
-			break;
-		case 'd':
-			t->db_path = optarg;
-			break;
-		case 'c':
-			t->config_path = optarg;
-			break;
-		case 'h':
-			fputs(top_usage, stdout);
-			return 0;
-		default:
-			tp_err("top: %s option '%s'; see 'taskprobe top --help'",
-			       opt == ':' ? "missing value for" : "unknown", argv[optind - 1]);
-			return 2;
-		}
-	}
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	t->db_path = so.db;
+	t->config_path = so.config;
 	if (optind < argc) {
 		tp_err("top: unexpected argument '%.64s'", argv[optind]);
 		return 2;

@@ -390,6 +390,28 @@ static int query_step(struct store *s, sqlite3_stmt *st)
 	return db_error(s, "reading");
 }
 
+bool store_status_known(const char *status)
+{
+	for (int e = 0; e < TASK_END_KINDS; e++)
+		if (!strcmp(status, task_status_names[e]))
+			return true;
+	return !strcmp(status, STORE_LOST);
+}
+
+const char *store_status_list(void)
+{
+	static char list[256];
+	size_t used = 0;
+
+	if (list[0])
+		return list;
+	for (int e = 0; e < TASK_END_KINDS; e++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s, ",
+					 task_status_names[e]);
+	snprintf(list + used, sizeof(list) - used, "or %s", STORE_LOST);
+	return list;
+}
+
 const char *store__live_status(const char *status, const char *lock)
 {
 	int fd, held;
@@ -397,14 +419,14 @@ const char *store__live_status(const char *status, const char *lock)
 	if (!status || strcmp(status, "running"))
 		return status ? status : "unknown";
 	if (!lock)
-		return "lost";
+		return STORE_LOST;
 	fd = open(lock, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return "lost";
+		return STORE_LOST;
 	/* The collector holds LOCK_EX for the task's life; a dead one holds nothing. */
 	held = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
 	close(fd);
-	return held ? "running" : "lost";
+	return held ? "running" : STORE_LOST;
 }
 
 /* Prepares, binds by the format ('i' int64, 't' text, 'd' double, 'b' blob+len), steps. */

@@ -16,6 +16,8 @@
 #include "store/store_api.h"
 
 #define STORE_SCHEMA 4
+/* The status of a running task whose collector is gone (it holds no lock). */
+#define STORE_LOST "lost"
 
 struct store;
 
@@ -75,6 +77,10 @@ int store__retain(struct store *s, int days, int max_mb);
 
 /* The status to show: "lost" for a running row whose lock nobody holds. */
 const char *store__live_status(const char *status, const char *lock);
+/* A status a stored task can have: task_status_names' and STORE_LOST. */
+bool store_status_known(const char *status);
+/* Those statuses, for messages: "exited, signaled, ... or lost". */
+const char *store_status_list(void);
 
 /* Tasks, newest first, at most limit of them. */
 int store__list(struct store *s, const struct store_filter *f, long limit, store_task_fn fn,
