@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 #define MAX_TESTS 256
 #define TEST_TIMEOUT_S 300

@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "collector/cgroup.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 #define MAX_TRACKED 64
 

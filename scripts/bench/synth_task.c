@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "model/phases.h"
 #include "model/series.h"
-#include "store/store.h"
 #include "model/task.h"
-#include "base/util.h"
+#include "store/store.h"
 
 int main(int argc, char **argv)
 {

@@ -23,13 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "collector/cgroup.h"
-#include "model/collect_kinds.h"
 #include "collector/collector.h"
 #include "harness.h"
+#include "model/collect_kinds.h"
 #include "model/net_figures.h"
 #include "testutil.h"
-#include "base/util.h"
 
 typedef int (*driver_fn)(void *arg);
 

@@ -20,11 +20,11 @@
 
 #include <bpf/bpf.h>
 
-#include "collector/cgroup.h"
-#include "model/config.h"
-#include "harness.h"
-#include "testutil.h"
 #include "base/util.h"
+#include "collector/cgroup.h"
+#include "harness.h"
+#include "model/config.h"
+#include "testutil.h"
 
 /* Exit status of pid within 10 s, or -1. */
 static int wait_exit(pid_t pid)

@@ -6,9 +6,9 @@
 
 #include <sys/stat.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 /*
  * A loopback connection of its own: the client sends 4 MiB in 64 paced writes, then

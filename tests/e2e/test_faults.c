@@ -21,11 +21,11 @@
 
 #include <sqlite3.h>
 
+#include "base/util.h"
 #include "collector/cgroup.h"
 #include "harness.h"
 #include "store/spool.h"
 #include "testutil.h"
-#include "base/util.h"
 
 /* A mount namespace of the test's own, with a tmpfs of size at dir and at the spool's fallback. */
 static bool private_tmpfs(const char *dir, const char *size)

@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 /* The ports a connect to which is an HTTP failure: one nothing listens on. */
 #define DEAD_HTTP_PORT "29998"

@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 enum { WORKERS = 3, RUNS = 3, JOBS = WORKERS + RUNS, EXECS = 20, BURN_MS = 300 };
 

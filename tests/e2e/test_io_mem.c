@@ -8,9 +8,9 @@
 #include <unistd.h>
 #include <errno.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 #define MIB (1024.0 * 1024.0)
 

@@ -6,9 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 #define MIB (1024.0 * 1024.0)
 

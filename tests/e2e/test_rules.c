@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 TEST(TIER_E2E, exec_rules_count_clones_and_fetches)
 {

@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "collector/cgroup.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 static bool gone(const char *path)
 {

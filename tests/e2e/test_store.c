@@ -10,10 +10,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "collector/cgroup.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 /* A task of n /bin/true on a worker of this instance type (a host label, from the env). */
 static void run_n_true(const char *db, const char *id, const char *instance_type, int n)

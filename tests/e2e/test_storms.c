@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
-#include "base/util.h"
 
 static double now_s(void)
 {

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "view/api.h"
 #include "base/json.h"
-#include "store/store.h"
 #include "model/task.h"
+#include "store/store.h"
+#include "view/api.h"
 
 static struct api *api;
 static char dir[] = "/tmp/taskprobe-fuzz-api.XXXXXX";

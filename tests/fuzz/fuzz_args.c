@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
 #include "base/util.h"
+#include "cli/commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
 #include "base/conninfo.h"
+#include "model/config.h"
 #include "model/rules.h"
 #include "model/series.h"
 #include "store/sink.h"

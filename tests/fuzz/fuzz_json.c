@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "view/summary.h"
 #include "model/task.h"
 #include "model/task_json.h"
+#include "view/summary.h"
 
 static void write_value(struct jw *w, const struct json *j)
 {

@@ -4,19 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/cgroup.h"
-#include "harness.h"
 #include "base/hist.h"
 #include "base/htab.h"
 #include "base/json.h"
+#include "collector/cgroup.h"
+#include "harness.h"
 #include "model/metric_descs.h"
 #include "model/phases.h"
 #include "model/rules.h"
-#include "view/summary.h"
-#include "model/user_metrics.h"
 #include "model/task.h"
 #include "model/task_json.h"
+#include "model/user_metrics.h"
 #include "testutil.h"
+#include "view/summary.h"
 
 /* The BPF side's bucketing, compiled here as plain C (glibc defines __always_inline). */
 #include "../bpf/bits.bpf.h"

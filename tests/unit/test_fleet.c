@@ -7,17 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
 #include "base/conninfo.h"
-#include "harness.h"
+#include "base/conninfo.h"
 #include "base/json.h"
+#include "base/util.h"
+#include "harness.h"
+#include "model/config.h"
 #include "store/pgstore.h"
 #include "store/query.h"
-#include "base/conninfo.h"
 #include "store/sink.h"
 #include "store/store.h"
 #include "testutil.h"
-#include "base/util.h"
 
 TEST(TIER_UNIT, base64_rfc4648_vectors)
 {

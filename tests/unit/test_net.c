@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
 #include "base/json.h"
+#include "harness.h"
 #include "model/net_figures.h"
 #include "testutil.h"
 

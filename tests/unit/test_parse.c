@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "model/collect_kinds.h"
-#include "cli/commands.h"
-#include "session/control.h"
-#include "harness.h"
-#include "testutil.h"
 #include "base/util.h"
+#include "cli/commands.h"
+#include "harness.h"
+#include "model/collect_kinds.h"
+#include "session/control.h"
+#include "testutil.h"
 
 TEST(TIER_UNIT, valid_ids)
 {

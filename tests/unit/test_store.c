@@ -5,13 +5,13 @@
 #include <string.h>
 #include <sqlite3.h>
 
-#include "model/config.h"
+#include "base/util.h"
 #include "harness.h"
+#include "model/config.h"
 #include "model/rules.h"
 #include "model/series.h"
 #include "store/store.h"
 #include "testutil.h"
-#include "base/util.h"
 
 TEST(TIER_UNIT, series_round_trip_and_size)
 {

@@ -2,9 +2,9 @@
 /* Unit tests: statsd lines and phase markers of the metrics socket, and their limits. */
 #include <stdio.h>
 
+#include "base/util.h"
 #include "harness.h"
 #include "model/user_metrics.h"
-#include "base/util.h"
 
 static enum um_reject parse(const char *s, struct um_line *l)
 {

@@ -8,17 +8,17 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "collector/cgroup.h"
-#include "collector/collector.h"
+#include "base/conninfo.h"
+#include "base/conninfo.h"
+#include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "collector/cgroup.h"
+#include "collector/collector.h"
 #include "model/config.h"
-#include "base/conninfo.h"
-#include "base/conninfo.h"
 #include "store/sink.h"
 #include "store/spool.h"
 #include "store/store.h"
-#include "base/util.h"
 
 #define TRACEFS_MAGIC 0x74726163
 #define BPF_FS_MAGIC 0xcafe4a11

@@ -10,17 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json.h"
+#include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "view/fxprofile.h"
-#include "base/json.h"
-#include "view/perfherder.h"
-#include "store/query.h"
 #include "model/series.h"
-#include "store/store.h"
 #include "model/task.h"
 #include "model/task_json.h"
-#include "base/util.h"
+#include "store/query.h"
+#include "store/store.h"
+#include "view/fxprofile.h"
+#include "view/perfherder.h"
 
 const char export_usage[] =
 	"usage: taskprobe export ID --format FORMAT [-o FILE] [--db PATH] [--config PATH]\n"

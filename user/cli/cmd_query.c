@@ -9,11 +9,11 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "model/config.h"
-#include "store/query.h"
 #include "model/series.h"
+#include "model/task_json.h"
+#include "store/query.h"
 #include "store/store.h"
 #include "view/summary.h"
-#include "model/task_json.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2

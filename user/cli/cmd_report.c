@@ -7,14 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json.h"
+#include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "base/json.h"
-#include "store/query.h"
-#include "view/report.h"
-#include "store/store.h"
 #include "model/task.h"
-#include "base/util.h"
+#include "store/query.h"
+#include "store/store.h"
+#include "view/report.h"
 
 const char report_usage[] =
 	"usage: taskprobe report ID [-o FILE] [--format html|markdown] [--db PATH]\n"

@@ -18,25 +18,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/cgroup.h"
-#include "model/collect_kinds.h"
-#include "cli/commands.h"
-#include "cli/options.h"
-#include "model/config.h"
-#include "session/control.h"
-#include "session/hostinfo.h"
 #include "base/json.h"
 #include "base/loop.h"
-#include "session/output.h"
-#include "view/perfherder.h"
-#include "view/report.h"
+#include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/runlink.h"
+#include "collector/cgroup.h"
+#include "model/collect_kinds.h"
+#include "model/config.h"
+#include "model/task_json.h"
+#include "session/control.h"
+#include "session/hostinfo.h"
+#include "session/output.h"
 #include "session/session.h"
 #include "store/ship.h"
 #include "store/spool.h"
 #include "store/store.h"
+#include "view/perfherder.h"
+#include "view/report.h"
 #include "view/summary.h"
-#include "model/task_json.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL

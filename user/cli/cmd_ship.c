@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "model/config.h"
 #include "store/ship.h"
 #include "store/store.h"
-#include "base/util.h"
 
 static const char ship_usage[] =
 	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N] [--backfill] [--refused]\n"

@@ -7,15 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/json.h"
+#include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "session/control.h"
-#include "session/hostinfo.h"
-#include "base/json.h"
-#include "view/summary.h"
 #include "model/task.h"
 #include "model/task_json.h"
-#include "base/util.h"
+#include "session/control.h"
+#include "session/hostinfo.h"
+#include "view/summary.h"
 
 const char task_usage[] =
 	"usage: taskprobe task start ID --cgroup PATH [--label K=V]... [--socket PATH]\n"

@@ -15,13 +15,13 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 
+#include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "model/config.h"
 #include "session/control.h"
 #include "store/query.h"
 #include "store/store.h"
-#include "base/util.h"
 
 #define TOP_ROWS_MAX 8192
 

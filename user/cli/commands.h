@@ -7,9 +7,7 @@
 #include <linux/types.h>
 
 #include "model/task.h"
-
-#define RUN_GRACE_DEFAULT 5
-#define RUN_GRACE_MAX 86400
+#include "session/session.h"
 
 struct run_opts {
 	char id[TP_ID_MAX + 1];
@@ -33,10 +31,6 @@ struct run_opts {
 	char **argv;	  /* CMD [ARG...] */
 	int argc;
 };
-
-#define RUN_INTERVAL_DEFAULT 1000
-#define RUN_INTERVAL_MIN 100
-#define RUN_INTERVAL_MAX 60000
 
 /* Exit statuses of `run` that are not the command's own (README.md, `taskprobe run`). */
 #define EXIT_TP_FAILED 125

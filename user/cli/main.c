@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/commands.h"
 #include "base/util.h"
+#include "cli/commands.h"
 
 struct command {
 	const char *name;

@@ -9,11 +9,11 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 
-#include "cli/commands.h"
-#include "session/control.h"
-#include "model/rules.h"
-#include "cli/runlink.h"
 #include "base/util.h"
+#include "cli/commands.h"
+#include "cli/runlink.h"
+#include "model/rules.h"
+#include "session/control.h"
 
 bool runlink__wanted(const struct run_opts *o)
 {

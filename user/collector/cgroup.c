@@ -14,8 +14,8 @@
 #include <sys/syscall.h>
 #include <linux/mount.h>
 
-#include "collector/cgroup.h"
 #include "base/util.h"
+#include "collector/cgroup.h"
 
 /* Where the host mounts cgroup2, when we reach it through a mount of our own. */
 static char display_root[PATH_MAX];

@@ -17,17 +17,17 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "collector/cgroup.h"
-#include "model/collect_kinds.h"
-#include "collector/collector.h"
-#include "base/loop.h"
 #include "base/htab.h"
+#include "base/loop.h"
+#include "base/util.h"
+#include "collector/cgroup.h"
+#include "collector/collector.h"
+#include "collector/uprobe.h"
+#include "model/collect_kinds.h"
 #include "model/net_figures.h"
 #include "model/notes.h"
 #include "model/procs.h"
 #include "taskprobe.skel.h"
-#include "collector/uprobe.h"
-#include "base/util.h"
 
 #define DEFAULT_RINGBUF_BYTES (4u << 20)
 #define MAX_PROGRAMS 4096

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/conninfo.h"
+#include "base/conninfo.h"
+#include "base/util.h"
 #include "model/collect_kinds.h"
 #include "model/config.h"
-#include "base/conninfo.h"
-#include "base/conninfo.h"
 #include "taskprobe.h"
-#include "base/util.h"
 
 void config__defaults(struct config *c)
 {

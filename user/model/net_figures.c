@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "model/net_figures.h"
 #include "base/util.h"
+#include "model/net_figures.h"
 
 /* Bounds on what one task can make the collector keep. */
 #define NAMES_MAX 1024

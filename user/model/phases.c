@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/phases.h"
 #include "base/util.h"
+#include "model/phases.h"
 
 void phases__init(struct phases *ph, __u64 task_start_ns)
 {

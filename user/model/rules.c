@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rules.h"
 #include "base/util.h"
+#include "model/rules.h"
 
 void rules__init(struct rules *rs)
 {

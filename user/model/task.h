@@ -7,15 +7,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "model/figures.h"
 #include "base/json.h"
+#include "base/util.h"
+#include "model/figures.h"
 #include "model/net_figures.h"
 #include "model/notes.h"
 #include "model/phases.h"
 #include "model/procs.h"
 #include "model/rules.h"
 #include "model/user_metrics.h"
-#include "base/util.h"
 
 #define TASK_RECORD_SCHEMA 1
 #define TASK_FAULTS_MAX 8

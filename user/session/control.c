@@ -9,8 +9,8 @@
 #include <sys/time.h>
 #include <sys/un.h>
 
-#include "session/control.h"
 #include "base/util.h"
+#include "session/control.h"
 
 const char *control_path(const char *opt)
 {

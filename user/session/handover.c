@@ -10,9 +10,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "session/handover.h"
 #include "base/json.h"
 #include "base/util.h"
+#include "session/handover.h"
 
 #define HANDOVER_SUFFIX ".task"
 

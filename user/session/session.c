@@ -11,16 +11,16 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "base/util.h"
 #include "collector/cgroup.h"
 #include "collector/collector.h"
-#include "model/config.h"
-#include "session/hostinfo.h"
 #include "model/collect_kinds.h"
+#include "model/config.h"
 #include "model/notes.h"
+#include "session/hostinfo.h"
 #include "session/session.h"
 #include "store/spool.h"
 #include "store/store.h"
-#include "base/util.h"
 
 void session__clear(struct session *s)
 {

@@ -16,9 +16,9 @@
 #include "collector/metrics_socket.h"
 #include "model/phases.h"
 #include "model/rules.h"
-#include "session/sampler.h"
 #include "model/task.h"
 #include "model/user_metrics.h"
+#include "session/sampler.h"
 
 struct collector;
 struct config;
@@ -27,6 +27,13 @@ struct session;
 
 /* The task is over: its main process ended and its cgroup is empty (or left running). */
 typedef void (*session_done_fn)(void *ctx, struct session *s);
+
+/* A task's leftovers' grace period and its series' interval, in s and ms (run, daemon). */
+#define RUN_GRACE_DEFAULT 5
+#define RUN_GRACE_MAX 86400
+#define RUN_INTERVAL_DEFAULT 1000
+#define RUN_INTERVAL_MIN 100
+#define RUN_INTERVAL_MAX 60000
 
 struct session_params {
 	const char *id;

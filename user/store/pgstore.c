@@ -13,9 +13,9 @@
 #include <libpq-fe.h>
 
 #include "base/json.h"
+#include "base/util.h"
 #include "store/pgstore.h"
 #include "store/sink.h"
-#include "base/util.h"
 
 /* Parameters in text form: up to 8, numbers formatted into bufs. */
 struct params {

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/config.h"
+#include "base/conninfo.h"
 #include "base/conninfo.h"
 #include "base/hist.h"
+#include "base/util.h"
+#include "model/config.h"
 #include "model/metric_descs.h"
 #include "store/query.h"
-#include "base/conninfo.h"
-#include "base/util.h"
 
 struct store *query_open_store(const char *db, const char *config)
 {

@@ -7,9 +7,9 @@
 #include <time.h>
 
 #include "base/conninfo.h"
-#include "store/sink.h"
-#include "store/ship.h"
 #include "base/util.h"
+#include "store/ship.h"
+#include "store/sink.h"
 
 #define SHIP_BATCH 64
 /* Tasks a pruning statement deletes: about 70 rows each, a second or so. */

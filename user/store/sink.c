@@ -11,8 +11,8 @@
 #include <libpq-fe.h>
 
 #include "base/conninfo.h"
-#include "store/sink.h"
 #include "base/util.h"
+#include "store/sink.h"
 
 /* pg_advisory_xact_lock's key for migrations: "taskprob" in ASCII. */
 #define SINK_MIGRATION_LOCK "8386112019568947810"

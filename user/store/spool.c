@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 
 #include "base/json.h"
+#include "base/util.h"
+#include "model/task_json.h"
 #include "store/spool.h"
 #include "store/store.h"
-#include "model/task_json.h"
-#include "base/util.h"
 
 /* A spool file is read whole: a record with a day of 1 s series is far below this. */
 #define SPOOL_FILE_MAX (64 << 20)

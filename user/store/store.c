@@ -14,13 +14,13 @@
 
 #include <sqlite3.h>
 
-#include "model/metric_descs.h"
-#include "store/pgstore.h"
 #include "base/conninfo.h"
+#include "base/util.h"
+#include "model/metric_descs.h"
+#include "model/task_json.h"
+#include "store/pgstore.h"
 #include "store/sink.h"
 #include "store/store.h"
-#include "model/task_json.h"
-#include "base/util.h"
 
 struct store {
 	sqlite3 *db;

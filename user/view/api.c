@@ -10,14 +10,14 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "view/api.h"
-#include "collector/collector.h"
 #include "base/loop.h"
+#include "base/util.h"
+#include "collector/collector.h"
 #include "model/metric_descs.h"
 #include "store/query.h"
 #include "store/spool.h"
 #include "store/store.h"
-#include "base/util.h"
+#include "view/api.h"
 
 #define API_LABELS_MAX 16
 

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "view/fxprofile.h"
 #include "base/htab.h"
 #include "base/json.h"
-#include "store/query.h"
 #include "base/util.h"
+#include "store/query.h"
+#include "view/fxprofile.h"
 
 /* meta.categories, by index. */
 enum fx_category { CAT_OTHER, CAT_PHASE, CAT_PROCESS, CAT_FAILURE, CAT_RESOURCE, CAT_N };

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+#include "model/task.h"
 #include "store/query.h"
 #include "view/report.h"
-#include "model/task.h"
-#include "base/util.h"
 
 #define CHART_W 960
 #define CHART_H 110
