@@ -58,9 +58,14 @@ int cmd_daemon(int argc, char **argv)
 		{ 0 },
 	};
 	struct daemon_args a = { 0 };
-	const struct cli_cmd cmd = { "daemon", daemon_usage, SHARED_DB | SHARED_CONFIG,
-				     own,      NULL,	     daemon_opt,
-				     &a };
+	const struct cli_cmd cmd = {
+		.name = "daemon",
+		.usage = daemon_usage,
+		.shared = SHARED_DB | SHARED_CONFIG,
+		.own = own,
+		.own_opt = daemon_opt,
+		.ctx = &a,
+	};
 	const struct config *cfg;
 	struct shared_opts so;
 	struct api *api = NULL;

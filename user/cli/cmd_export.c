@@ -306,19 +306,9 @@ static int write_export(FILE *f, void *ctx)
 	return -EINVAL;
 }
 
-struct export_args {
-	const char *format;
-	const char *out;
-};
-
 static int export_opt(void *ctx, int opt, char *arg)
 {
-	struct export_args *a = ctx;
-
-	if (opt == 'f')
-		a->format = arg;
-	else
-		a->out = arg;
+	*(const char **)ctx = arg; /* --format */
 	return 0;
 }
 
@@ -326,16 +316,18 @@ int cmd_export(int argc, char **argv)
 {
 	static const struct option own[] = {
 		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
 		{ 0 },
 	};
-	struct export_args a = { 0 };
+	const char *format = NULL;
 	const struct cli_cmd cmd = {
-		"export", export_usage, SHARED_DB | SHARED_CONFIG | SHARED_HOST,
-		own,	  "o:",		export_opt,
-		&a
+		.name = "export",
+		.usage = export_usage,
+		.shared = SHARED_DB | SHARED_CONFIG | SHARED_HOST | SHARED_OUTPUT,
+		.own = own,
+		.own_opt = export_opt,
+		.ctx = &format,
 	};
-	const char *out, *format;
+	const char *out;
 	struct shared_opts so;
 	struct export x = { 0 };
 	struct query_task q;
@@ -344,8 +336,7 @@ int cmd_export(int argc, char **argv)
 	ret = cli_parse(argc, argv, &cmd, &so);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	out = a.out;
-	format = a.format;
+	out = so.output;
 	for (size_t i = 0; format && i < ARRAY_SIZE(format_names); i++)
 		if (!strcmp(format, format_names[i]))
 			fmt = (int)i;

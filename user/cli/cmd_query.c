@@ -140,9 +140,12 @@ static int parse_query(int argc, char **argv, const char *allowed, int min_args,
 	};
 	struct option own[ARRAY_SIZE(all) + 1];
 	struct cli_cmd cmd = {
-		argv[0], usage, SHARED_DB | SHARED_CONFIG | SHARED_JSON | SHARED_VERBOSE,
-		own,	 NULL,	query_opt,
-		q
+		.name = argv[0],
+		.usage = usage,
+		.shared = SHARED_DB | SHARED_CONFIG | SHARED_JSON | SHARED_VERBOSE,
+		.own = own,
+		.own_opt = query_opt,
+		.ctx = q,
 	};
 	struct shared_opts so;
 	size_t n = 0;

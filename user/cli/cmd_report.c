@@ -40,24 +40,15 @@ static int write_report(FILE *f, void *ctx)
 	return j->markdown ? report_markdown(f, j->in.rec) : report_html(f, &j->in);
 }
 
-struct report_args {
-	const char *out;
-	bool markdown;
-};
-
 static int report_opt(void *ctx, int opt, char *arg)
 {
-	struct report_args *a = ctx;
+	bool *markdown = ctx; /* --format */
 
-	if (opt == 'o') {
-		a->out = arg;
-		return 0;
-	}
 	if (strcmp(arg, "html") && strcmp(arg, "markdown")) {
 		tp_err("report: --format is html or markdown, not '%.32s'", arg);
 		return -EINVAL;
 	}
-	a->markdown = !strcmp(arg, "markdown");
+	*markdown = !strcmp(arg, "markdown");
 	return 0;
 }
 
@@ -65,27 +56,27 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option own[] = {
 		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
 		{ 0 },
 	};
-	struct report_args a = { 0 };
+	bool markdown = false;
 	const struct cli_cmd cmd = {
-		"report", report_usage, SHARED_DB | SHARED_CONFIG | SHARED_HOST,
-		own,	  "o:",		report_opt,
-		&a
+		.name = "report",
+		.usage = report_usage,
+		.shared = SHARED_DB | SHARED_CONFIG | SHARED_HOST | SHARED_OUTPUT,
+		.own = own,
+		.own_opt = report_opt,
+		.ctx = &markdown,
 	};
 	const char *out, *id;
 	struct shared_opts so;
 	struct report_job job;
 	struct query_task q;
-	bool markdown;
 	int ret, err;
 
 	ret = cli_parse(argc, argv, &cmd, &so);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	out = a.out;
-	markdown = a.markdown;
+	out = so.output;
 	ret = 1;
 	if (optind != argc - 1) {
 		tp_err("report: one task id, please; see 'taskprobe report --help'");

@@ -84,8 +84,14 @@ int cmd_ship(int argc, char **argv)
 		{ 0 },
 	};
 	struct ship_args a = { 0 };
-	const struct cli_cmd cmd = { "ship",   ship_usage, SHARED_DB | SHARED_CONFIG, own, NULL,
-				     ship_opt, &a };
+	const struct cli_cmd cmd = {
+		.name = "ship",
+		.usage = ship_usage,
+		.shared = SHARED_DB | SHARED_CONFIG,
+		.own = own,
+		.own_opt = ship_opt,
+		.ctx = &a,
+	};
 	const char *config, *db, *env = getenv("TASKPROBE_DB");
 	struct ship_result res;
 	struct shared_opts so;

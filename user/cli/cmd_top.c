@@ -267,8 +267,14 @@ static int parse(int argc, char **argv, struct top *t, bool *once)
 		{ 0 },
 	};
 	struct top_args a = { t, once };
-	const struct cli_cmd cmd = { "top",   top_usage, SHARED_DB | SHARED_CONFIG, own, NULL,
-				     top_opt, &a };
+	const struct cli_cmd cmd = {
+		.name = "top",
+		.usage = top_usage,
+		.shared = SHARED_DB | SHARED_CONFIG,
+		.own = own,
+		.own_opt = top_opt,
+		.ctx = &a,
+	};
 	struct shared_opts so;
 	int rc = cli_parse(argc, argv, &cmd, &so);
 

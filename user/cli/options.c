@@ -19,6 +19,7 @@ static const struct {
 	{ SHARED_HOST, { "host", required_argument, NULL, OPT_S_HOST } },
 	{ SHARED_JSON, { "json", no_argument, NULL, OPT_S_JSON } },
 	{ SHARED_VERBOSE, { "verbose", no_argument, NULL, 'v' } },
+	{ SHARED_OUTPUT, { "output", required_argument, NULL, 'o' } },
 	{ 0, { "help", no_argument, NULL, 'h' } }, /* every command's */
 };
 
@@ -45,8 +46,8 @@ int cli_parse(int argc, char **argv, const struct cli_cmd *c, struct shared_opts
 		if (!shared[i].bit || (shared[i].bit & c->shared))
 			opts[n++] = shared[i].opt;
 	memset(&opts[n], 0, sizeof(opts[n]));
-	snprintf(shorts, sizeof(shorts), ":h%s%s", c->shared & SHARED_VERBOSE ? "v" : "",
-		 c->own_short ? c->own_short : "");
+	snprintf(shorts, sizeof(shorts), ":h%s%s%s", c->shared & SHARED_VERBOSE ? "v" : "",
+		 c->shared & SHARED_OUTPUT ? "o:" : "", c->own_short ? c->own_short : "");
 	/* Errors in JSON too when --json is anywhere on the line, even after a bad option. */
 	for (int i = 1; (c->shared & SHARED_JSON) && i < argc; i++)
 		if (!strcmp(argv[i], "--json"))
@@ -68,6 +69,9 @@ int cli_parse(int argc, char **argv, const struct cli_cmd *c, struct shared_opts
 			break;
 		case OPT_S_JSON:
 			s->json = true;
+			break;
+		case 'o':
+			s->output = optarg;
 			break;
 		case 'v':
 			tp_verbose = 1;

@@ -15,14 +15,16 @@
 #define SHARED_HOST (1u << 2)	 /* a fleet's host glob (query_host_option) */
 #define SHARED_JSON (1u << 3)	 /* --json as a switch: output, and errors, as JSON */
 #define SHARED_VERBOSE (1u << 4) /* -v, --verbose */
+#define SHARED_OUTPUT (1u << 5)	 /* -o, --output FILE: written whole, or not at all */
 
 /* getopt values of the shared options; a command's own stay below OPT_SHARED. */
-enum { OPT_SHARED = 0x1000, OPT_S_DB, OPT_S_CONFIG, OPT_S_HOST, OPT_S_JSON };
+enum { OPT_SHARED = 0x1000, OPT_S_DB, OPT_S_CONFIG, OPT_S_HOST, OPT_S_JSON, OPT_S_OUTPUT };
 
 struct shared_opts {
 	const char *db;
 	const char *config;
 	const char *host;
+	const char *output; /* NULL: stdout */
 	bool json;
 };
 
