@@ -326,19 +326,12 @@ static void procs_table(FILE *f, const struct json *ps, __u64 dropped)
 	free(top);
 }
 
-int report_html(FILE *f, const struct report_input *in)
+/* The head, the title and the table of the figures that matter most. */
+static void html_summary(FILE *f, const struct json *rec)
 {
-	const struct json *rec = in->rec;
-	const struct json *cmd = json_get(rec, "command"), *phases = json_get(rec, "phases");
-	const struct json *hists = json_get(rec, "histograms"), *net = json_get(rec, "network");
-	__u64 span_ms = (__u64)json_num(rec, "wall_ns") / 1000000;
-	struct series_bucket *bk = calloc(REPORT_COLUMNS, sizeof(*bk));
-	const char *ncpu = query_label(in->labels, in->nlabels, "ncpu");
+	const struct json *cmd = json_get(rec, "command");
 	char a[64], b[64], c[64];
 
-	if (!bk)
-		return -ENOMEM;
-	series_buckets(in->pts, in->n, span_ms, REPORT_COLUMNS, bk);
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 		   "<meta name=\"generator\" content=\"taskprobe " TP_VERSION "\">\n"
 		   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -378,7 +371,15 @@ int report_html(FILE *f, const struct report_input *in)
 	snprintf(b, sizeof(b), "sent %s, received %s, %.0f connect failures, %.0f HTTP failures", a,
 		 c, metric(rec, "net.tcp.connect_failures"), metric(rec, "http.failures"));
 	row2(f, "network", b);
-	fputs("</table>\n<h2>Timelines</h2>\n", f);
+	fputs("</table>\n", f);
+}
+
+/* The timelines from the series' buckets, one chart a figure, and their time axis. */
+static void html_timelines(FILE *f, const struct json *rec, const struct series_bucket *bk,
+			   __u64 span_ms, const char *ncpu)
+{
+	char a[64];
+
 	{
 		struct chart charts[] = {
 			{ "CPU cores in use",
@@ -441,114 +442,141 @@ int report_html(FILE *f, const struct report_input *in)
 		"<p class=\"meta\">Each column is %s: its band spans the samples' min to max, "
 		"the line is their mean.</p>\n",
 		tp_fmt_dur(a, sizeof(a), span_ms * 1000000ULL / REPORT_COLUMNS));
+}
 
-	if (json_len(phases)) {
-		fputs("<h2>Phases</h2>\n<table><tr><th>phase</th><th>start</th><th>wall</th>"
-		      "<th>CPU</th><th>execs</th><th>read</th><th>written</th><th>peak memory</th>"
-		      "</tr>\n",
+static void html_phases(FILE *f, const struct json *phases)
+{
+	if (!json_len(phases))
+		return;
+	fputs("<h2>Phases</h2>\n<table><tr><th>phase</th><th>start</th><th>wall</th>"
+	      "<th>CPU</th><th>execs</th><th>read</th><th>written</th><th>peak memory</th>"
+	      "</tr>\n",
+	      f);
+	for (size_t i = 0; i < json_len(phases); i++) {
+		const struct json *p = json_at(phases, i);
+		char d[32], e[32], r[32], w[32], pk[32];
+
+		fputs("<tr><th>", f);
+		for (int k = 0; k < (int)json_num(p, "depth"); k++)
+			fputs("&nbsp;&nbsp;", f);
+		esc(f, json_str(p, "name"));
+		fprintf(f,
+			"%s</th><td>%.3f s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td>"
+			"<td>%s</td><td>%s</td></tr>\n",
+			json_get(p, "unfinished") && json_get(p, "unfinished")->b ? " (unfinished)"
+										  : "",
+			json_num(p, "start_ms") / 1e3,
+			tp_fmt_dur(d, sizeof(d), (__u64)json_num(p, "wall_ns")),
+			tp_fmt_dur(e, sizeof(e), (__u64)json_num(p, "cpu_ns")),
+			json_num(p, "execs"),
+			tp_fmt_bytes(r, sizeof(r), (__u64)json_num(p, "read_bytes")),
+			tp_fmt_bytes(w, sizeof(w), (__u64)json_num(p, "write_bytes")),
+			tp_fmt_bytes(pk, sizeof(pk), (__u64)json_num(p, "peak_mem_bytes")));
+	}
+	fputs("</table>\n", f);
+}
+
+static void html_programs(FILE *f, const struct json *rec)
+{
+	char a[64];
+
+	const struct json *progs = json_get(rec, "programs");
+	size_t n = json_len(progs) < 20 ? json_len(progs) : 20;
+
+	fprintf(f, "<h2>Programs by CPU</h2>\n<table><tr><th>program</th><th>CPU</th>"
+		   "<th>execs</th></tr>\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct json *p = json_at(progs, i);
+
+		fputs("<tr><th>", f);
+		esc(f, json_str(p, "path"));
+		fprintf(f, "</th><td>%s</td><td>%.0f</td></tr>\n",
+			tp_fmt_dur(a, sizeof(a), (__u64)json_num(p, "cpu_ns")),
+			json_num(p, "execs"));
+	}
+	fprintf(f, "</table>%s\n",
+		json_len(progs) > n ? "<p class=\"meta\">(the 20 that used most)</p>" : "");
+}
+
+static void html_network(FILE *f, const struct json *net)
+{
+	char a[64], b[64];
+
+	const struct json *eps = json_get(net, "endpoints"), *hosts = json_get(net, "http_hosts");
+
+	if (json_len(eps) || json_len(hosts))
+		fputs("<h2>Network</h2>\n", f);
+	if (json_len(eps)) {
+		fputs("<table><tr><th>endpoint</th><th>names</th><th>connects</th>"
+		      "<th>failures</th><th>sent</th><th>received</th></tr>\n",
 		      f);
-		for (size_t i = 0; i < json_len(phases); i++) {
-			const struct json *p = json_at(phases, i);
-			char d[32], e[32], r[32], w[32], pk[32];
+		for (size_t i = 0; i < json_len(eps); i++) {
+			const struct json *e = json_at(eps, i);
 
 			fputs("<tr><th>", f);
-			for (int k = 0; k < (int)json_num(p, "depth"); k++)
-				fputs("&nbsp;&nbsp;", f);
-			esc(f, json_str(p, "name"));
-			fprintf(f,
-				"%s</th><td>%.3f s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td>"
-				"<td>%s</td><td>%s</td></tr>\n",
-				json_get(p, "unfinished") && json_get(p, "unfinished")->b
-					? " (unfinished)"
-					: "",
-				json_num(p, "start_ms") / 1e3,
-				tp_fmt_dur(d, sizeof(d), (__u64)json_num(p, "wall_ns")),
-				tp_fmt_dur(e, sizeof(e), (__u64)json_num(p, "cpu_ns")),
-				json_num(p, "execs"),
-				tp_fmt_bytes(r, sizeof(r), (__u64)json_num(p, "read_bytes")),
-				tp_fmt_bytes(w, sizeof(w), (__u64)json_num(p, "write_bytes")),
-				tp_fmt_bytes(pk, sizeof(pk), (__u64)json_num(p, "peak_mem_bytes")));
+			esc(f, json_str(e, "address"));
+			fputs("</th><td class=\"l\">", f);
+			esc(f, json_str(e, "names"));
+			fprintf(f, "</td><td>%.0f</td><td>%.0f</td><td>%s</td><td>%s</td></tr>\n",
+				json_num(e, "tcp.connects"), json_num(e, "tcp.connect_failures"),
+				tp_fmt_bytes(a, sizeof(a), (__u64)json_num(e, "tx_bytes")),
+				tp_fmt_bytes(b, sizeof(b), (__u64)json_num(e, "rx_bytes")));
 		}
 		fputs("</table>\n", f);
 	}
-	{
-		const struct json *progs = json_get(rec, "programs");
-		size_t n = json_len(progs) < 20 ? json_len(progs) : 20;
-
-		fprintf(f, "<h2>Programs by CPU</h2>\n<table><tr><th>program</th><th>CPU</th>"
-			   "<th>execs</th></tr>\n");
-		for (size_t i = 0; i < n; i++) {
-			const struct json *p = json_at(progs, i);
+	if (json_len(hosts)) {
+		fputs("<table><tr><th>HTTP host</th><th>requests</th><th>failures</th></tr>\n", f);
+		for (size_t i = 0; i < json_len(hosts); i++) {
+			const struct json *h = json_at(hosts, i);
 
 			fputs("<tr><th>", f);
-			esc(f, json_str(p, "path"));
-			fprintf(f, "</th><td>%s</td><td>%.0f</td></tr>\n",
-				tp_fmt_dur(a, sizeof(a), (__u64)json_num(p, "cpu_ns")),
-				json_num(p, "execs"));
+			esc(f, json_str(h, "host"));
+			fprintf(f, "</th><td>%.0f</td><td>%.0f</td></tr>\n",
+				json_num(h, "requests"), json_num(h, "failures"));
 		}
-		fprintf(f, "</table>%s\n",
-			json_len(progs) > n ? "<p class=\"meta\">(the 20 that used most)</p>" : "");
+		fputs("</table>\n", f);
 	}
+}
+
+static void html_events(FILE *f, const struct json *ev)
+{
+	if (!json_len(ev))
+		return;
+	fputs("<h2>Notable events</h2>\n<table><tr><th>time</th><th>kind</th>"
+	      "<th>what</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < json_len(ev); i++) {
+		const struct json *e = json_at(ev, i);
+
+		fprintf(f, "<tr><td>%.3f s</td><td class=\"l\">%s</td><td class=\"l\">",
+			json_num(e, "t_ms") / 1e3, json_str(e, "kind"));
+		esc(f, json_str(e, "detail"));
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+int report_html(FILE *f, const struct report_input *in)
+{
+	const struct json *rec = in->rec;
+	__u64 span_ms = (__u64)json_num(rec, "wall_ns") / 1000000;
+	struct series_bucket *bk = calloc(REPORT_COLUMNS, sizeof(*bk));
+	const struct json *hists = json_get(rec, "histograms");
+
+	if (!bk)
+		return -ENOMEM;
+	series_buckets(in->pts, in->n, span_ms, REPORT_COLUMNS, bk);
+	html_summary(f, rec);
+	fputs("<h2>Timelines</h2>\n", f);
+	html_timelines(f, rec, bk, span_ms, query_label(in->labels, in->nlabels, "ncpu"));
+	html_phases(f, json_get(rec, "phases"));
+	html_programs(f, rec);
 	procs_table(f, json_get(rec, "processes"), (__u64)json_num(rec, "processes_dropped"));
 	fputs("<h2>Latency</h2>\n", f);
 	for (const struct json *h = hists ? hists->child : NULL; h; h = h->next)
 		hist_svg(f, h->key, h);
-	{
-		const struct json *eps = json_get(net, "endpoints"),
-				  *hosts = json_get(net, "http_hosts");
-
-		if (json_len(eps) || json_len(hosts))
-			fputs("<h2>Network</h2>\n", f);
-		if (json_len(eps)) {
-			fputs("<table><tr><th>endpoint</th><th>names</th><th>connects</th>"
-			      "<th>failures</th><th>sent</th><th>received</th></tr>\n",
-			      f);
-			for (size_t i = 0; i < json_len(eps); i++) {
-				const struct json *e = json_at(eps, i);
-
-				fputs("<tr><th>", f);
-				esc(f, json_str(e, "address"));
-				fputs("</th><td class=\"l\">", f);
-				esc(f, json_str(e, "names"));
-				fprintf(f,
-					"</td><td>%.0f</td><td>%.0f</td><td>%s</td><td>%s</td></tr>\n",
-					json_num(e, "tcp.connects"),
-					json_num(e, "tcp.connect_failures"),
-					tp_fmt_bytes(a, sizeof(a), (__u64)json_num(e, "tx_bytes")),
-					tp_fmt_bytes(b, sizeof(b), (__u64)json_num(e, "rx_bytes")));
-			}
-			fputs("</table>\n", f);
-		}
-		if (json_len(hosts)) {
-			fputs("<table><tr><th>HTTP host</th><th>requests</th><th>failures</th></tr>\n",
-			      f);
-			for (size_t i = 0; i < json_len(hosts); i++) {
-				const struct json *h = json_at(hosts, i);
-
-				fputs("<tr><th>", f);
-				esc(f, json_str(h, "host"));
-				fprintf(f, "</th><td>%.0f</td><td>%.0f</td></tr>\n",
-					json_num(h, "requests"), json_num(h, "failures"));
-			}
-			fputs("</table>\n", f);
-		}
-	}
-	if (json_len(json_get(rec, "events"))) {
-		const struct json *ev = json_get(rec, "events");
-
-		fputs("<h2>Notable events</h2>\n<table><tr><th>time</th><th>kind</th>"
-		      "<th>what</th></tr>\n",
-		      f);
-		for (size_t i = 0; i < json_len(ev); i++) {
-			const struct json *e = json_at(ev, i);
-
-			fprintf(f, "<tr><td>%.3f s</td><td class=\"l\">%s</td><td class=\"l\">",
-				json_num(e, "t_ms") / 1e3, json_str(e, "kind"));
-			esc(f, json_str(e, "detail"));
-			fputs("</td></tr>\n", f);
-		}
-		fputs("</table>\n", f);
-	}
+	html_network(f, json_get(rec, "network"));
+	html_events(f, json_get(rec, "events"));
 	fputs("<h2>Labels and host</h2>\n<table>\n", f);
 	for (int i = 0; i < in->nlabels; i++)
 		row2(f, in->labels[i].key, in->labels[i].val);
