@@ -19,7 +19,7 @@ static const struct {
 	{ SHARED_HOST, { "host", required_argument, NULL, OPT_S_HOST } },
 	{ SHARED_JSON, { "json", no_argument, NULL, OPT_S_JSON } },
 	{ SHARED_VERBOSE, { "verbose", no_argument, NULL, 'v' } },
-	{ SHARED_OUTPUT, { "output", required_argument, NULL, 'o' } },
+	{ SHARED_OUTPUT, { "output", required_argument, NULL, OPT_S_OUTPUT } },
 	{ 0, { "help", no_argument, NULL, 'h' } }, /* every command's */
 };
 
@@ -55,6 +55,9 @@ int cli_parse(int argc, char **argv, const struct cli_cmd *c, struct shared_opts
 	optind = 0;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		/* -o is --output where the command takes it; else it may be one of its own. */
+		if (opt == 'o' && (c->shared & SHARED_OUTPUT))
+			opt = OPT_S_OUTPUT;
 		switch (opt) {
 		case OPT_S_DB:
 			s->db = optarg;
@@ -70,7 +73,7 @@ int cli_parse(int argc, char **argv, const struct cli_cmd *c, struct shared_opts
 		case OPT_S_JSON:
 			s->json = true;
 			break;
-		case 'o':
+		case OPT_S_OUTPUT:
 			s->output = optarg;
 			break;
 		case 'v':
