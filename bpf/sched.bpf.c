@@ -149,7 +149,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 }
 
 /*
- * Run by userspace before it reads (refresh() in user/collector.c): every live thread of a task
+ * Run by userspace before it reads (coll__refresh() in user/collector/read.c): every live thread of a task
  * is charged what it ran and waited since it was last charged. A thread in a task's
  * cgroup with no state yet (there before the task was tracked, or a thread of a
  * process moved in) is adopted: from now on it is the task's.

@@ -2,7 +2,7 @@
 /*
  * TLS library probes: the plaintext of HTTP requests and responses passes through
  * OpenSSL's SSL_write/SSL_read(_ex) and GnuTLS's gnutls_record_send/recv. The
- * collector attaches them to every copy of the libraries (user/collector.c).
+ * collector attaches them to every copy of the libraries (user/collector/libraries.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

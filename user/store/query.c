@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/conninfo.h"
-#include "base/conninfo.h"
 #include "base/hist.h"
 #include "base/util.h"
 #include "model/config.h"
