@@ -20,8 +20,10 @@
 int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
 {
 	sqlite3_stmt *st;
-	int got = 0, step;
+	int got = 0, step = SQLITE_DONE;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	if (sqlite__prepare(s,
 			    "SELECT tid FROM tasks WHERE ship = 1 AND tid > ? ORDER BY tid LIMIT ?",
 			    &st))
@@ -42,11 +44,15 @@ int store__outbox_backfill(struct store *s, bool refused)
 			: "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
 		"");
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	return err ? err : sqlite3_changes(s->db);
 }
 
 int store__outbox_done(struct store *s, __s64 tid, bool refused)
 {
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	return sqlite__run(s, "UPDATE tasks SET ship = ? WHERE tid = ? AND ship = 1", "ii",
 			   (long long)(refused ? 2 : 0), (long long)tid);
 }
@@ -143,6 +149,8 @@ int store__ship_doc(struct store *s, __s64 tid, char **doc)
 	FILE *f;
 	int err;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	*doc = NULL;
 	if (sqlite__prepare(
 		    s,
@@ -233,6 +241,8 @@ int store__sink_state(struct store *s, struct store_sink_state *ss)
 	sqlite3_stmt *st;
 	int step;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	memset(ss, 0, sizeof(*ss));
 	if (sqlite__prepare(
 		    s,
@@ -259,6 +269,8 @@ int store__sink_state(struct store *s, struct store_sink_state *ss)
 
 int store__sink_name(struct store *s, const char *sink)
 {
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	return sqlite__run(
 		s,
 		"UPDATE sink_state SET sink = ?1, error = NULL, next_try_ns = 0, failures = 0"
@@ -271,6 +283,8 @@ int store__sink_note(struct store *s, const char *sink, const char *error, __u64
 {
 	__u64 now = tp_realtime_ns();
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	/* An error with no retry time (a refused task) is said, without a backoff. */
 	return sqlite__run(
 		s,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The SQLite store's upkeep: tasks of dead collectors marked lost, old tasks dropped. */
+#include <errno.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -14,6 +15,8 @@ int store__mark_lost(struct store *s)
 	__s64 dead[256];
 	int n = 0, err = 0;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	if (sqlite3_prepare_v2(s->db, "SELECT tid, lock FROM tasks WHERE status = 'running'", -1,
 			       &st, NULL) != SQLITE_OK)
 		return sqlite__error(s, "finding running tasks");
@@ -56,6 +59,8 @@ int store__retain(struct store *s, int days, int max_mb)
 	__s64 cutoff = (__s64)tp_realtime_ns() - (__s64)days * 86400LL * 1000000000LL;
 	int err;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	/* With a sink, a task waiting for the shipper is never deleted. */
 	err = sqlite__run(s,
 			  "DELETE FROM tasks WHERE start_ns < ? AND status != 'running' AND "

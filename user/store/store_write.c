@@ -144,6 +144,8 @@ int store__task_begin(struct store *s, const struct task_record *t, const struct
 	char lock[PATH_MAX];
 	int err;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	*tid = -1;
 	err = sqlite__exec(s, "BEGIN IMMEDIATE") ? sqlite__error(s, "starting a transaction") : 0;
 	if (!err)
@@ -221,15 +223,19 @@ void store__task_release(struct store *s, __s64 tid)
 int store__append_series(struct store *s, __s64 tid, int seq, const void *blob, size_t len,
 			 size_t points)
 {
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	return sqlite__run(s, "INSERT OR REPLACE INTO series VALUES (?, ?, ?, ?)", "iiib",
 			   (long long)tid, (long long)seq, (long long)points, blob, (int)len);
 }
 
 int store__replace_series(struct store *s, __s64 tid, const void *blob, size_t len, size_t points)
 {
-	int err =
-		sqlite__exec(s, "BEGIN IMMEDIATE") ? sqlite__error(s, "starting a transaction") : 0;
+	int err;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
+	err = sqlite__exec(s, "BEGIN IMMEDIATE") ? sqlite__error(s, "starting a transaction") : 0;
 	if (!err)
 		err = sqlite__run(s, "DELETE FROM series WHERE task = ?", "i", (long long)tid);
 	if (!err)
@@ -380,6 +386,8 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 {
 	int err;
 
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	err = sqlite__exec(s, "BEGIN IMMEDIATE") ? sqlite__error(s, "starting a transaction") : 0;
 	if (!err)
 		err = write_end(s, tid, t);
@@ -455,6 +463,8 @@ fail:
 
 int store__task_abort(struct store *s, __s64 tid)
 {
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	drop_lock(s, tid);
 	return sqlite__run(s, "DELETE FROM tasks WHERE tid = ?", "i", (long long)tid);
 }
