@@ -6,6 +6,8 @@ set -euo pipefail
 
 pkgs=(
 	make gcc clang llvm pkg-config python3
+	# the Perfherder artifact is checked against Treeherder's JSON schema
+	python3-jsonschema
 	libbpf-dev bpftool libelf-dev zlib1g-dev libsqlite3-dev sqlite3 libpcre2-dev libmicrohttpd-dev clang-format git ansible-core
 	libclang-rt-14-dev
 	# benchmarks (make bench): hackbench, and /usr/bin/time for a build's CPU time

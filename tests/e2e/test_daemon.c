@@ -136,11 +136,11 @@ static double prom_sum(const char *text, const char *family, int *bad)
 TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 {
 	const char *db = tu_tmp("d.db"), *sock = tu_tmp("control.sock"), *json = tu_tmp("t1.json");
-	const char *truth = tu_tmp("truth");
+	const char *truth = tu_tmp("truth"), *perf = tu_tmp("perfherder-data.json");
 	char cg[4096], script[1024], sock_opt[4200], listen[64], base[64], url[256];
 	const struct json *rec;
 	struct cg_cpu_stat cs;
-	struct tu_result r;
+	struct tu_result r, pr;
 	double children, self;
 	pid_t d;
 
@@ -182,12 +182,21 @@ TEST(TIER_E2E, daemon_tracks_a_workers_cgroup)
 	if (!ASSERT_OK(cgroup_read_cpu_stat(cg, &cs), "the cgroup's cpu.stat") ||
 	    !ASSERT_OK(tu_read_truth(truth, &children, &self), "truth"))
 		return;
-	tu_tp(&r, 30, "task", "end", "t1", "--json", json, sock_opt, NULL);
+	tu_tp(&r, 30, "task", "end", "t1", "--json", json, "--perfherder-file", perf, sock_opt,
+	      NULL);
 	ASSERT_EQ(r.status, 0, "task end");
 	ASSERT_TRUE(strstr(r.err, "task ended after") != NULL, "the summary");
 	rec = tu_load_json(json);
 	if (!rec)
 		return;
+	/* Treeherder's performance artifact of the task, as its own schema takes it. */
+	tu_run((char *[]){ "python3", "tests/helpers/check_perfherder.py",
+			   "tests/helpers/perfherder-ref.json", (char *)perf, (char *)json,
+			   "build_metrics", NULL },
+	       &pr, 60);
+	ASSERT_EQ(pr.status, 0, "check_perfherder.py on task end's artifact");
+	if (pr.status)
+		fprintf(stderr, "    %s", pr.out);
 	ASSERT_STREQ(json_str(rec, "status"), "ended", "status");
 	ASSERT_STREQ(json_str(json_get(rec, "labels"), "job"), "build", "its label");
 	ASSERT_EQ(tu_metric(rec, "proc.execs"), 22, "execs");

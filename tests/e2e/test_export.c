@@ -251,6 +251,65 @@ static int count_of(const char *s, const char *what)
 }
 
 /*
+ * Treeherder's performance artifact: `run --perfherder-file` writes it whole at the
+ * task's end, as Treeherder's own schema, framework list and artifact-name rule take it
+ * (tests/helpers/perfherder-ref.json, read off its source), with the record's figures
+ * for the task and each phase (one run twice is two suites); the log line and
+ * `export --format perfherder` are the same document; the framework is the config's,
+ * and a name Treeherder would not read is said.
+ */
+TEST(TIER_E2E, perfherder_artifact_is_what_treeherder_ingests)
+{
+	const char *db = tu_tmp("p.db"), *art = tu_tmp("perfherder-data.json");
+	const char *rec_path = tu_tmp("rec.json"), *other = tu_tmp("resources.json");
+	const char *conf = tu_tmp("talos.conf"), *bad = tu_tmp("bad.conf");
+	static char doc[65536];
+	char script[1024], *line;
+	const struct json *j;
+	struct tu_result r, c;
+	ssize_t len;
+
+	snprintf(script, sizeof(script),
+		 "echo BEGIN_PHASE fetch; /bin/true; echo END_PHASE fetch;"
+		 " echo BEGIN_PHASE build; %s 1 300; echo END_PHASE build;"
+		 " echo BEGIN_PHASE fetch; /bin/true; /bin/true; echo END_PHASE fetch",
+		 tu_helper("burn"));
+	tu_tp(&r, 60, "run", "--id", "p1", "--db", db, "--perfherder", "--perfherder-file", art,
+	      "--quiet", "--json", rec_path, "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "the task");
+	ASSERT_TRUE(!r.err || !strstr(r.err, "Treeherder ingests only"), "a name it reads");
+	tu_run((char *[]){ "python3", "tests/helpers/check_perfherder.py",
+			   "tests/helpers/perfherder-ref.json", (char *)art, (char *)rec_path,
+			   "build_metrics", NULL },
+	       &c, 60);
+	ASSERT_EQ(c.status, 0, "check_perfherder.py: schema, framework, name, figures");
+	if (c.status)
+		fprintf(stderr, "    %s", c.out);
+	len = tp_read_file(art, doc, sizeof(doc));
+	line = r.out ? strstr(r.out, "PERFHERDER_DATA: ") : NULL;
+	if (!ASSERT_TRUE(len > 0 && line, "the artifact and the log line"))
+		return;
+	ASSERT_TRUE(!strncmp(line + 17, doc, (size_t)len), "the log line is the artifact");
+	tu_tp(&r, 30, "export", "p1", "--db", db, "--format", "perfherder", NULL);
+	ASSERT_TRUE(r.out && !strcmp(r.out, doc), "export --format perfherder is the artifact");
+	/* The config's framework; a file Treeherder's job loader would pass over, said. */
+	tu_write_file(conf, "perfherder_framework = talos\n");
+	tu_tp(&r, 30, "run", "--config", conf, "--no-db", "--quiet", "--perfherder-file", other,
+	      "--", "true", NULL);
+	ASSERT_EQ(r.status, 0, "a run with another framework");
+	ASSERT_TRUE(r.err && strstr(r.err, "taskprobe: warning: Treeherder ingests only artifacts "
+					   "named *perfherder-data*.json, not resources.json\n"),
+		    "the name Treeherder would not read, said once");
+	j = tu_load_json(other);
+	ASSERT_STREQ(j ? json_str(json_get(j, "framework"), "name") : NULL, "talos",
+		     "the config's framework");
+	tu_write_file(bad, "perfherder_framework = Job Resource Usage\n");
+	tu_tp(&r, 30, "run", "--config", bad, "--no-db", "--", "true", NULL);
+	ASSERT_EQ(r.status, 125, "a framework name Treeherder could not have");
+	ASSERT_TRUE(r.err && strstr(r.err, "perfherder_framework takes"), "says what it takes");
+}
+
+/*
  * A ten-second task's HTML report opened in headless Chromium with networking off:
  * a screenshot, no console message, nothing fetched but the file, its SVG timelines
  * drawn, the phase names and the record's peak memory in the rendered text.

@@ -383,8 +383,8 @@ TEST(TIER_E2E, perfherder_line_round_trips)
 	j = json_parse(payload, strlen(payload) - 1, NULL, 0);
 	if (!ASSERT_NOT_NULL(j, "its JSON parses"))
 		return;
-	ASSERT_STREQ(json_get(json_get(j, "framework"), "name")->str, "job_resource_usage",
-		     "framework");
+	ASSERT_STREQ(json_get(json_get(j, "framework"), "name")->str, "build_metrics",
+		     "framework: one Treeherder registers (docs/metrics-language.md)");
 	task = tu_find(json_get(j, "suites"), "name", "task");
 	ph = tu_find(json_get(j, "suites"), "name", "phase.b");
 	ASSERT_TRUE(task && ph, "a suite for the task and one per phase");
@@ -395,9 +395,9 @@ TEST(TIER_E2E, perfherder_line_round_trips)
 	snprintf(script, sizeof(script), "cat %s; echo 'PERFHERDER_DATA: {\"no\": 1}'", line_file);
 	tu_tp(&r, 30, "run", "--quiet", "--no-db", "--json", json, "--", "sh", "-c", script, NULL);
 	rec = tu_load_json(json);
-	ASSERT_EQ(tu_metric(rec, "perfherder.job_resource_usage.phase_b.execs"), execs,
+	ASSERT_EQ(tu_metric(rec, "perfherder.build_metrics.phase_b.execs"), execs,
 		  "subtest value as a metric");
-	ASSERT_TRUE(tu_metric(rec, "perfherder.job_resource_usage.task") == tu_num(task, "value"),
+	ASSERT_TRUE(tu_metric(rec, "perfherder.build_metrics.task") == tu_num(task, "value"),
 		    "suite value as a metric, exactly");
 	ASSERT_EQ(tu_num(json_get(json_get(rec, "metrics_socket"), "rejected_by_reason"),
 			 "bad_perfherder"),

@@ -84,8 +84,7 @@ static int sink_check_fill(struct check *c, const char *config)
 	struct store *s;
 
 	*c = (struct check){ "sink", false, false, "", NULL };
-	config__defaults(&cfg);
-	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	if (config__read(&cfg, config))
 		return -1;
 	if (!cfg.sink[0]) {
 		snprintf(c->detail, sizeof(c->detail), "off: tasks stay on this host ('sink =')");
@@ -130,8 +129,7 @@ static int spool_check_fill(struct check *c, const char *config)
 	*c = (struct check){ "spool", false, false, "",
 			     "free the store's disk or fix it; the next run or the daemon "
 			     "stores them" };
-	config__defaults(&cfg);
-	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	if (config__read(&cfg, config))
 		return -1;
 	if (spool__stat(env && *env ? env : cfg.db, &sp)) {
 		snprintf(c->detail, sizeof(c->detail), "cannot be read");

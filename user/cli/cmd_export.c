@@ -14,6 +14,7 @@
 #include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "model/config.h"
 #include "model/series.h"
 #include "model/task.h"
 #include "model/task_json.h"
@@ -62,6 +63,7 @@ struct export
 	size_t n;
 	const char *record_text;
 	const struct query_task *q;
+	const char *config; /* --config: the Perfherder framework's */
 };
 
 static void trace_event_on(struct jw *w, const char *name, const char *cat, const char *ph,
@@ -292,16 +294,21 @@ static int write_export(FILE *f, void *ctx)
 
 		return fxprofile_write(f, &in);
 	}
-	case EXPORT_PERFHERDER:
+	case EXPORT_PERFHERDER: {
+		struct config cfg;
+
+		if (config__read(&cfg, x->config))
+			return -EINVAL;
 		if (task_record__from_json(&t, x->rec)) {
 			task_record__fini(&t);
 			tp_err("export: the record of '%s' cannot be read back", x->id);
 			return -EINVAL;
 		}
-		task_record__write_perfherder(f, &t);
+		task_record__write_perfherder(f, &t, cfg.perfherder_framework);
 		fputc('\n', f);
 		task_record__fini(&t);
 		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -358,6 +365,7 @@ int cmd_export(int argc, char **argv)
 	x.pts = q.pts;
 	x.n = q.n;
 	x.q = &q;
+	x.config = so.config;
 	if (!out)
 		err = write_export(stdout, &x) || fflush(stdout) || ferror(stdout) ? -EIO : 0;
 	else

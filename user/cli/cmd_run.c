@@ -75,6 +75,8 @@ const char run_usage[] =
 	"                    config's collect; the rest is neither loaded nor recorded)\n"
 	"  --config PATH     config file (default /etc/taskprobe/taskprobe.conf)\n"
 	"  --perfherder      print a PERFHERDER_DATA line of the figures at the end\n"
+	"  --perfherder-file F  write Treeherder's performance artifact to F at the end\n"
+	"                    (Treeherder reads artifacts named *perfherder-data*.json)\n"
 	"  --summary-file F  append the task's Markdown report to F at its end (a runner\n"
 	"                    passes $GITHUB_STEP_SUMMARY)\n"
 	"  --rules FILE      counting rules (output|exec NAME [anchor] REGEX per line)\n"
@@ -106,6 +108,7 @@ enum {
 	OPT_NO_DAEMON,
 	OPT_COLLECT,
 	OPT_STRICT,
+	OPT_PERFHERDER_FILE,
 };
 
 int run_parse_args(int argc, char **argv, struct run_opts *o)
@@ -122,6 +125,7 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "perfherder", no_argument, NULL, OPT_PERFHERDER },
+		{ "perfherder-file", required_argument, NULL, OPT_PERFHERDER_FILE },
 		{ "summary-file", required_argument, NULL, OPT_SUMMARY_FILE },
 		{ "rules", required_argument, NULL, OPT_RULES },
 		{ "no-daemon", no_argument, NULL, OPT_NO_DAEMON },
@@ -206,6 +210,9 @@ int run_parse_args(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_PERFHERDER:
 			o->perfherder = true;
+			break;
+		case OPT_PERFHERDER_FILE:
+			o->perfherder_path = optarg;
 			break;
 		case OPT_STRICT:
 			o->strict = true;
@@ -929,9 +936,7 @@ static int run_task(struct run_opts *o)
 	st.loop.ep = st.loop.tick_fd = -1;
 	session__clear(&st.s);
 	/* The config is the command line's: a bad line stops us before anything runs. */
-	config__defaults(&cfg);
-	if (config__load(&cfg, o->config_path ? o->config_path : TP_DEFAULT_CONFIG,
-			 o->config_path != NULL))
+	if (config__read(&cfg, o->config_path))
 		goto out;
 	st.strict = o->strict || cfg.strict;
 	err = link_daemon(&st, o);
@@ -1001,7 +1006,13 @@ static int run_task(struct run_opts *o)
 	if (!o->quiet && !st.exec_err)
 		task_record__print_summary(stderr, rec);
 	if (o->perfherder)
-		task_record__print_perfherder(stdout, rec);
+		task_record__print_perfherder(stdout, rec, cfg.perfherder_framework);
+	if (o->perfherder_path) {
+		err = task_record__save_perfherder(o->perfherder_path, rec,
+						   cfg.perfherder_framework);
+		if (err)
+			tp_err("warning: cannot write %s: %s", o->perfherder_path, strerror(-err));
+	}
 	if (o->json_path) {
 		err = task_save_json(o->json_path, rec);
 		if (err)

@@ -114,8 +114,7 @@ int cmd_ship(int argc, char **argv)
 		       argv[optind]);
 		return 2;
 	}
-	config__defaults(&cfg);
-	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	if (config__read(&cfg, config))
 		return 2;
 	if (!cfg.sink[0]) {
 		tp_err("ship: no sink in %s: add 'sink = postgresql://USER@HOST/DB'",

@@ -11,20 +11,26 @@
 #include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "model/config.h"
 #include "model/task.h"
 #include "model/task_json.h"
 #include "session/control.h"
 #include "session/hostinfo.h"
+#include "view/perfherder.h"
 #include "view/summary.h"
 
 const char task_usage[] =
 	"usage: taskprobe task start ID --cgroup PATH [--label K=V]... [--socket PATH]\n"
-	"       taskprobe task end ID [--json FILE] [--quiet] [--socket PATH]\n"
+	"       taskprobe task end ID [--json FILE] [--perfherder-file FILE] [--quiet]\n"
+	"                             [--socket PATH] [--config PATH]\n"
 	"A cgroup that a worker manages (a container's, a systemd unit's) as a task of the\n"
 	"running daemon: everything in it from start to end is the task's.\n"
 	"  --cgroup PATH   the cgroup (below the cgroup2 mount)\n"
 	"  --label K=V     label the task (repeatable, at most 64)\n"
 	"  --json FILE     end: write the task's record to FILE ('-': stdout)\n"
+	"  --perfherder-file FILE  end: write Treeherder's performance artifact to FILE\n"
+	"                  (Treeherder reads artifacts named *perfherder-data*.json)\n"
+	"  --config PATH   end: the config whose perfherder_framework to write\n"
 	"  --quiet         end: print no summary\n"
 	"  --socket PATH   the daemon's control socket (default " CONTROL_SOCKET ",\n"
 	"                  or TASKPROBE_CONTROL)\n"
@@ -56,8 +62,16 @@ static int task_start(const char *id, const char *cgroup, char **labels, int nla
 	return 0;
 }
 
-static int task_end(const char *id, const char *json_path, bool quiet, const char *sock)
+struct end_opts {
+	const char *json_path;
+	const char *perfherder_path;
+	const char *config;
+	bool quiet;
+};
+
+static int task_end(const char *id, const struct end_opts *e, const char *sock)
 {
+	const char *json_path = e->json_path;
 	char req[256], *ans, *rec;
 	struct task_record t;
 	struct json *j;
@@ -86,8 +100,18 @@ static int task_end(const char *id, const char *json_path, bool quiet, const cha
 		tp_err("task: the daemon's record of '%s' is damaged", id);
 		goto out;
 	}
-	if (!quiet)
+	if (!e->quiet)
 		task_record__print_summary(stderr, &t);
+	if (e->perfherder_path) {
+		struct config cfg;
+		int err = config__read(&cfg, e->config);
+
+		err = err ? err
+			  : task_record__save_perfherder(e->perfherder_path, &t,
+							 cfg.perfherder_framework);
+		if (err)
+			tp_err("task: cannot write %s: %s", e->perfherder_path, strerror(-err));
+	}
 	task_record__fini(&t);
 	ret = 0;
 out:
@@ -103,14 +127,17 @@ int cmd_task(int argc, char **argv)
 		{ "label", required_argument, NULL, 'l' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "perfherder-file", required_argument, NULL, 'p' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *cgroup = NULL, *json_path = NULL, *sock = NULL, *why;
+	const char *cgroup = NULL, *sock = NULL, *why;
+	struct end_opts e = { 0 };
 	char *labels[TP_LABELS_MAX];
 	int nlabels = 0, opt;
-	bool quiet = false, start;
+	bool start;
 
 	optind = 0;
 	opterr = 0;
@@ -140,10 +167,16 @@ int cmd_task(int argc, char **argv)
 			break;
 		}
 		case 'j':
-			json_path = optarg;
+			e.json_path = optarg;
 			break;
 		case 'q':
-			quiet = true;
+			e.quiet = true;
+			break;
+		case 'p':
+			e.perfherder_path = optarg;
+			break;
+		case 'c':
+			e.config = optarg;
 			break;
 		case 's':
 			sock = optarg;
@@ -173,10 +206,14 @@ int cmd_task(int argc, char **argv)
 		tp_err("task: the cgroup path holds a tab or a newline");
 		return 2;
 	}
+	if (start && (e.json_path || e.perfherder_path || e.quiet || e.config)) {
+		tp_err("task: --json, --perfherder-file, --quiet and --config are end's");
+		return 2;
+	}
 	if (!start && (cgroup || nlabels)) {
 		tp_err("task: end takes no --cgroup or --label");
 		return 2;
 	}
 	return start ? task_start(argv[optind + 1], cgroup, labels, nlabels, sock)
-		     : task_end(argv[optind + 1], json_path, quiet, sock);
+		     : task_end(argv[optind + 1], &e, sock);
 }

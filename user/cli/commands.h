@@ -22,7 +22,8 @@ struct run_opts {
 	bool no_db;
 	bool no_daemon; /* embed the collector even when a daemon runs */
 	bool perfherder;
-	const char *summary_path; /* --summary-file: the Markdown report appended there */
+	const char *perfherder_path; /* --perfherder-file: the artifact written there */
+	const char *summary_path;    /* --summary-file: the Markdown report appended there */
 	const char *rules_path;
 	const char *config_path;
 	__u64 interval_ms;

@@ -27,6 +27,8 @@ void config__defaults(struct config *c)
 	c->max_tasks = TP_MAX_TASKS;
 	c->collect = COLLECT_DEFAULT;
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", TP_DEFAULT_PIN_DIR);
+	snprintf(c->perfherder_framework, sizeof(c->perfherder_framework), "%s",
+		 PERFHERDER_FRAMEWORK_DEFAULT);
 	snprintf(c->phase_begin_marker, sizeof(c->phase_begin_marker), "BEGIN_PHASE");
 	snprintf(c->phase_end_marker, sizeof(c->phase_end_marker), "END_PHASE");
 	http_ports__default(&c->http_ports);
@@ -123,6 +125,14 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		c->strict = !strcmp(val, "true");
 		return 0;
 	}
+	if (!strcmp(key, "perfherder_framework")) {
+		*why = "perfherder_framework takes the name of a framework Treeherder has "
+		       "registered ([a-z0-9_-], at most 63): its artifacts of another are dropped";
+		return val[strspn(val, "abcdefghijklmnopqrstuvwxyz0123456789_-")] || !val[0]
+			       ? -EINVAL
+			       : set_str(c->perfherder_framework, sizeof(c->perfherder_framework),
+					 val);
+	}
 	if (!strcmp(key, "pin_dir")) {
 		*why = "pin_dir takes an absolute path on a bpffs, or off";
 		return val[0] == '/' || !strcmp(val, "off")
@@ -198,8 +208,10 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		return val[0] == '/' ? set_str(c->sink_passfile, sizeof(c->sink_passfile), val)
 				     : -EINVAL;
 	}
-	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, worker_pool, "
-	       "phase_begin_marker, phase_end_marker, http_ports, listen, api_token, max_tasks, metrics_label, pin_dir, collect, sink, sink_passfile, sink_retain_days)";
+	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, "
+	       "worker_pool, phase_begin_marker, phase_end_marker, http_ports, listen, "
+	       "api_token, max_tasks, metrics_label, pin_dir, collect, sink, sink_passfile, "
+	       "sink_retain_days, spool_max_mb, strict, keep_tasks, perfherder_framework)";
 	return -EINVAL;
 }
 
@@ -258,4 +270,10 @@ int config__load(struct config *c, const char *path, int required)
 	err = config__parse(c, path, buf);
 	free(buf);
 	return err;
+}
+
+int config__read(struct config *c, const char *option)
+{
+	config__defaults(c);
+	return config__load(c, option ? option : TP_DEFAULT_CONFIG, option != NULL);
 }

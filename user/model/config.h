@@ -12,6 +12,9 @@
 #define TP_DEFAULT_CONFIG "/etc/taskprobe/taskprobe.conf"
 #define TP_DEFAULT_DB "/var/lib/taskprobe/taskprobe.db"
 #define TP_DEFAULT_PIN_DIR "/sys/fs/bpf/taskprobe"
+/* Treeherder drops a performance artifact of a framework it has not registered: see
+ * docs/metrics-language.md, "Treeherder". */
+#define PERFHERDER_FRAMEWORK_DEFAULT "build_metrics"
 #define TP_DEFAULT_SPOOL_MAX_MB 256
 
 struct config {
@@ -24,17 +27,18 @@ struct config {
 	char worker_pool[128];
 	char phase_begin_marker[64]; /* an output line "MARKER name" begins a phase */
 	char phase_end_marker[64];
-	struct http_ports http_ports; /* refused/timed-out connects there are HTTP failures */
-	char listen[128];	      /* the daemon's HTTP API, ADDR:PORT, or "off" */
-	char api_token[257];	      /* required of every API request when set */
-	int max_tasks;		      /* the daemon's tasks at once (its BPF slot table) */
-	char metrics_label[64];	      /* a task label /metrics sums by too ("": none) */
-	char pin_dir[PATH_MAX];	      /* the daemon's BPF pins, on a bpffs, or "off" */
-	unsigned collect;	      /* what the collector collects (collect.h) */
-	char sink[1024];	      /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
-	char sink_passfile[PATH_MAX]; /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
-	int sink_retain_days;	      /* the fleet's tasks older than this go (0: all stay) */
-	int spool_max_mb;	      /* each spool directory's bound (spool.h) */
+	struct http_ports http_ports;  /* refused/timed-out connects there are HTTP failures */
+	char listen[128];	       /* the daemon's HTTP API, ADDR:PORT, or "off" */
+	char api_token[257];	       /* required of every API request when set */
+	int max_tasks;		       /* the daemon's tasks at once (its BPF slot table) */
+	char metrics_label[64];	       /* a task label /metrics sums by too ("": none) */
+	char pin_dir[PATH_MAX];	       /* the daemon's BPF pins, on a bpffs, or "off" */
+	char perfherder_framework[64]; /* the Perfherder artifact's framework (Treeherder's) */
+	unsigned collect;	       /* what the collector collects (collect.h) */
+	char sink[1024];	       /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
+	char sink_passfile[PATH_MAX];  /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
+	int sink_retain_days;	       /* the fleet's tasks older than this go (0: all stay) */
+	int spool_max_mb;	       /* each spool directory's bound (spool.h) */
 	/* a collector that cannot work fails `run` (125) instead of running CMD unmeasured */
 	bool strict;
 	bool keep_tasks; /* the daemon's SIGTERM hands its tasks over (daemon --keep-tasks) */
@@ -46,6 +50,11 @@ void config__defaults(struct config *c);
  * prints "taskprobe: FILE:LINE: problem" and returns -EINVAL.
  */
 int config__load(struct config *c, const char *path, int required);
+/*
+ * The defaults, then the config a --config option names (required), or else
+ * TP_DEFAULT_CONFIG if there is one: 0, or -EINVAL once its line is said.
+ */
+int config__read(struct config *c, const char *option);
 /* Parses text as if it were the file path (for tests and the fuzzer). */
 int config__parse(struct config *c, const char *path, const char *text);
 

@@ -17,8 +17,7 @@ struct store *query_open_store(const char *db, const char *config)
 	const char *env = getenv("TASKPROBE_DB"), *path;
 	struct config cfg;
 
-	config__defaults(&cfg);
-	if (config__load(&cfg, config ? config : TP_DEFAULT_CONFIG, config != NULL))
+	if (config__read(&cfg, config))
 		return NULL;
 	path = db ? db : env && *env ? env : cfg.db;
 	/* A fleet's PostgreSQL: its password from the config's passfile or PGPASSFILE. */

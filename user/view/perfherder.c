@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A task's figures as a Perfherder performance artifact (Treeherder's schema). */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "base/util.h"
 #include "view/perfherder.h"
+
+/* The schema's range of a value: a figure beyond it is left out, not clamped. */
+#define PERF_VALUE_MAX 1e12
 
 static void perf_subtests(struct jw *w, __u64 cpu_ns, __u64 wall_ns, __u64 rd, __u64 wr, __s64 peak,
 			  __u64 execs)
@@ -20,6 +26,8 @@ static void perf_subtests(struct jw *w, __u64 cpu_ns, __u64 wall_ns, __u64 rd, _
 	jw_key(w, "subtests");
 	jw_arr_begin(w);
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		if (v[i] > PERF_VALUE_MAX)
+			continue;
 		jw_obj_begin(w);
 		jw_kstr(w, "name", names[i]);
 		jw_kdouble(w, "value", v[i]);
@@ -31,33 +39,33 @@ static void perf_subtests(struct jw *w, __u64 cpu_ns, __u64 wall_ns, __u64 rd, _
 	jw_arr_end(w);
 }
 
-void task_record__print_perfherder(FILE *f, const struct task_record *t)
+void task_record__print_perfherder(FILE *f, const struct task_record *t, const char *framework)
 {
 	fputs(PERFHERDER_PREFIX, f);
-	task_record__write_perfherder(f, t);
+	task_record__write_perfherder(f, t, framework);
 	fputc('\n', f);
 	fflush(f);
 }
 
-void task_record__write_perfherder(FILE *f, const struct task_record *t)
+void task_record__write_perfherder(FILE *f, const struct task_record *t, const char *framework)
 {
 	const struct task_figures *g = &t->fig;
 	const char *src;
-	char name[UM_NAME_MAX + 8];
+	char name[UM_NAME_MAX + 24];
 	struct jw w;
 
 	jw_init(&w, f, false);
 	jw_obj_begin(&w);
 	jw_key(&w, "framework");
 	jw_obj_begin(&w);
-	jw_kstr(&w, "name", "job_resource_usage");
+	jw_kstr(&w, "name", framework);
 	jw_obj_end(&w);
 	jw_key(&w, "suites");
 	jw_arr_begin(&w);
 	/* The suite's value is its wall time in seconds. */
 	jw_obj_begin(&w);
 	jw_kstr(&w, "name", "task");
-	jw_kdouble(&w, "value", t->wall_ns / 1e9);
+	jw_kdouble(&w, "value", t->wall_ns / 1e9); /* seconds: never near the schema's 1e12 */
 	jw_kstr(&w, "unit", "s");
 	perf_subtests(&w, g->cpu.cpu_ns, t->wall_ns, g->ioac.read_bytes, g->ioac.write_bytes,
 		      (__s64)task_record__mem_peak(t, &src), g->proc.execs);
@@ -65,7 +73,15 @@ void task_record__write_perfherder(FILE *f, const struct task_record *t)
 	for (size_t i = 0; t->phases && i < t->phases->n; i++) {
 		const struct phase *p = &t->phases->p[i];
 
-		snprintf(name, sizeof(name), "phase.%s", p->name);
+		int seen = 1;
+
+		/* A phase run again is a suite of its own: Treeherder keeps one of a name. */
+		for (size_t k = 0; k < i; k++)
+			seen += !strcmp(t->phases->p[k].name, p->name);
+		if (seen > 1)
+			snprintf(name, sizeof(name), "phase.%s.%d", p->name, seen);
+		else
+			snprintf(name, sizeof(name), "phase.%s", p->name);
 		jw_obj_begin(&w);
 		jw_kstr(&w, "name", name);
 		jw_kdouble(&w, "value", p->wall_ns / 1e9);
@@ -76,4 +92,32 @@ void task_record__write_perfherder(FILE *f, const struct task_record *t)
 	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
+}
+
+struct perf_file {
+	const struct task_record *t;
+	const char *framework;
+};
+
+static int write_file(FILE *f, void *ctx)
+{
+	const struct perf_file *p = ctx;
+
+	task_record__write_perfherder(f, p->t, p->framework);
+	fputc('\n', f);
+	return ferror(f) ? -EIO : 0;
+}
+
+int task_record__save_perfherder(const char *path, const struct task_record *t,
+				 const char *framework)
+{
+	struct perf_file p = { t, framework };
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(base);
+
+	if (!strstr(base, "perfherder-data") || n < 5 || strcmp(base + n - 5, ".json"))
+		tp_err("warning: Treeherder ingests only artifacts named *perfherder-data*.json, "
+		       "not %s",
+		       base);
+	return tp_write_whole(path, write_file, &p);
 }
