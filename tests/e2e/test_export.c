@@ -61,6 +61,55 @@ static double csv_integral(const char *csv, int col)
 	return sum;
 }
 
+/* The value of the line "NAME VALUE" (labels included in NAME) in text, or -1. */
+static double om_value(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return atof(p + n + 1);
+	return -1;
+}
+
+/*
+ * export --format openmetrics, for GitLab's merge-request metrics: promtool takes it,
+ * each figure is the record's (ns as seconds, to the ns), each phase's labelled.
+ */
+static void openmetrics_of(const char *db, const struct json *rec)
+{
+	const char *om = tu_tmp("metrics.txt");
+	char cmd[4200];
+	struct tu_result r;
+	static char text[262144];
+	ssize_t len;
+
+	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "openmetrics", "-o", om, NULL);
+	ASSERT_EQ(r.status, 0, "export openmetrics");
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", om);
+	tu_run((char *[]){ "sh", "-c", cmd, NULL }, &r, 60);
+	ASSERT_EQ(r.status, 0, "promtool check metrics");
+	if (r.status)
+		fprintf(stderr, "    %s%s", r.out ? r.out : "", r.err ? r.err : "");
+	len = tp_read_file(om, text, sizeof(text));
+	if (!ASSERT_TRUE(len > 0, "the metrics file"))
+		return;
+	ASSERT_TRUE(len > 6 && !strcmp(text + len - 6, "# EOF\n"), "OpenMetrics' # EOF, last");
+	ASSERT_EQ(om_value(text, "taskprobe_proc_execs"), tu_metric(rec, "proc.execs"), "execs");
+	ASSERT_NEAR(om_value(text, "taskprobe_cpu_time_seconds"),
+		    tu_metric(rec, "cpu.time_ns") / 1e9, 1e-6, "CPU time, in seconds");
+	ASSERT_EQ(om_value(text, "taskprobe_io_write_bytes"), tu_metric(rec, "io.write_bytes"),
+		  "bytes written");
+	ASSERT_TRUE(strstr(text, "# UNIT taskprobe_cpu_time_seconds seconds\n") != NULL,
+		    "its unit");
+	ASSERT_NEAR(om_value(text, "taskprobe_phase_wall_seconds{phase=\"compile.c\"}"),
+		    tu_num(tu_find(json_get(rec, "phases"), "name", "compile.c"), "wall_ns") / 1e9,
+		    1e-6, "a phase's figure, labelled by phase");
+	ASSERT_EQ(om_value(text, "taskprobe_phase_execs{phase=\"build\"}"),
+		  tu_num(tu_find(json_get(rec, "phases"), "name", "build"), "execs"),
+		  "the outer phase's execs");
+}
+
 /*
  * A task with nested phases, a CPU burst, a failed exit and a loopback transfer (4 MiB
  * out, 1 MiB in), at a 100 ms interval:
@@ -147,12 +196,12 @@ TEST(TIER_E2E, export_formats_match_the_record)
 		    "perfherder: the run's own line");
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "svg", NULL);
 	ASSERT_EQ(r.status, 2, "an unknown format");
-	ASSERT_TRUE(strstr(r.err,
-			   "taskprobe: export: --format is chrome-trace, csv, json, perfherder or "
-			   "firefox-profiler;") != NULL,
+	ASSERT_TRUE(strstr(r.err, "taskprobe: export: --format is chrome-trace, csv, json, "
+				  "perfherder, firefox-profiler or openmetrics;") != NULL,
 		    "one line");
 	tu_tp(&r, 30, "export", "nosuch", "--db", db, "--format", "json", NULL);
 	ASSERT_EQ(r.status, 1, "an unknown task");
+	openmetrics_of(db, rec);
 }
 
 /* Chromium, headless, networking off: its DOM, a screenshot, and what it fetched. */

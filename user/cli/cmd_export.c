@@ -21,6 +21,7 @@
 #include "store/query.h"
 #include "store/store.h"
 #include "view/fxprofile.h"
+#include "view/openmetrics.h"
 #include "view/perfherder.h"
 
 const char export_usage[] =
@@ -41,6 +42,8 @@ const char export_usage[] =
 	"  firefox-profiler  a processed profile (version 70) that profiler.firefox.com\n"
 	"                opens: phases, processes and notable events as markers, a CPU\n"
 	"                graph, memory, disk and network as counters\n"
+	"  openmetrics   the task's figures as an OpenMetrics text file, one gauge a line,\n"
+	"                each phase's labelled by phase (GitLab's artifacts:reports:metrics)\n"
 	"  -o FILE       write FILE (whole, or not at all) instead of standard output\n";
 
 enum export_format {
@@ -49,10 +52,11 @@ enum export_format {
 	EXPORT_JSON,
 	EXPORT_PERFHERDER,
 	EXPORT_FIREFOX,
+	EXPORT_OPENMETRICS,
 };
 
-static const char *const format_names[] = { "chrome-trace", "csv", "json", "perfherder",
-					    "firefox-profiler" };
+static const char *const format_names[] = { "chrome-trace",	"csv",	      "json", "perfherder",
+					    "firefox-profiler", "openmetrics" };
 
 struct export
 {
@@ -289,6 +293,8 @@ static int write_export(FILE *f, void *ctx)
 		if (!*x->record_text || x->record_text[strlen(x->record_text) - 1] != '\n')
 			fputc('\n', f);
 		return 0;
+	case EXPORT_OPENMETRICS:
+		return openmetrics_write(f, x->rec);
 	case EXPORT_FIREFOX: {
 		struct report_input in = { x->rec, x->pts, x->n, x->q->labels, x->q->nlabels };
 
@@ -350,8 +356,8 @@ int cmd_export(int argc, char **argv)
 	if (optind != argc - 1 || fmt < 0) {
 		tp_err("export: %s; see 'taskprobe export --help'",
 		       optind != argc - 1 ? "one task id, please"
-		       : format		  ? "--format is chrome-trace, csv, json, perfherder or "
-					    "firefox-profiler"
+		       : format		  ? "--format is chrome-trace, csv, json, perfherder, "
+					    "firefox-profiler or openmetrics"
 					  : "--format FORMAT is required");
 		return 2;
 	}
