@@ -21,6 +21,8 @@ pkgs=(
 	chromium
 	# the fleet store: libpq to ship and query; the fleet test runs its own PostgreSQL 15
 	libpq-dev postgresql-15 postgresql-client-15
+	# test tools from the npm registry (Mermaid, which renders the job-page charts)
+	nodejs
 )
 
 missing=()
@@ -30,16 +32,24 @@ for p in "${pkgs[@]}"; do
 	fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "taskprobe: missing packages: ${missing[*]}; run 'sudo scripts/deps.sh'" >&2
+		exit 1
+	fi
+	echo "taskprobe: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-	echo "taskprobe: missing packages: ${missing[*]}; run 'sudo scripts/deps.sh'" >&2
-	exit 1
-fi
-
-echo "taskprobe: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Test tools from npm, at the versions their lock files pin: installed once, here.
+here=$(cd "$(dirname "$0")/.." && pwd)
+for dir in "$here"/tests/helpers/mermaid; do
+	# node_modules/.taskprobe-lock: the lock file it was installed from.
+	if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.taskprobe-lock"; then
+		echo "taskprobe: installing the npm test tools in ${dir#"$here"/}" >&2
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+			cp package-lock.json node_modules/.taskprobe-lock)
+	fi
+done

@@ -489,6 +489,19 @@ TEST(TIER_E2E, report_of_a_three_hour_task)
 				      "1 :p1,") != NULL,
 			    "a:b #1 with look-alikes of ':' and '#'");
 	}
+	/* Every Mermaid block of it rendered by Mermaid itself, as a job page would. */
+	{
+		const char *mdl = tu_tmp("long.md");
+		struct tu_result c;
+
+		tu_write_file(mdl, r.out);
+		tu_run((char *[]){ "python3", "tests/helpers/check_mermaid.py", (char *)mdl,
+				   "gantt", "xychart-beta", NULL },
+		       &c, 180);
+		ASSERT_EQ(c.status, 0, "check_mermaid.py: the three-hour task's charts and gantt");
+		if (c.status)
+			fprintf(stderr, "    %s", c.out);
+	}
 	/* Its profile: the 10 800 samples as CPU markers and counters, as the format says. */
 	{
 		const char *fx = tu_tmp("big.fx.json"), *rec = tu_tmp("big.rec.json");
@@ -510,16 +523,26 @@ TEST(TIER_E2E, report_of_a_three_hour_task)
 	}
 	/* run --summary-file appends the same kind of report, task after task. */
 	for (int i = 0; i < 2; i++) {
-		tu_tp(&r, 60, "run", "--quiet", "--no-db", "--summary-file", md, "--", "sh", "-c",
-		      "echo BEGIN_PHASE x; echo END_PHASE x", NULL);
+		tu_tp(&r, 60, "run", "--quiet", "--no-db", "--interval", "100", "--summary-file",
+		      md, "--", "sh", "-c", "echo BEGIN_PHASE x; sleep 0.5; echo END_PHASE x",
+		      NULL);
 		ASSERT_EQ(r.status, 0, "run --summary-file");
 	}
 	{
 		char *text = slurp(md);
+		struct tu_result c;
 
 		ASSERT_EQ(count_of(text, "### taskprobe: task"), 2, "two reports appended");
-		ASSERT_EQ(count_of(text, "```mermaid"), 2, "each with its gantt");
+		ASSERT_EQ(count_of(text, "```mermaid\ngantt"), 2, "each with its gantt");
+		ASSERT_EQ(count_of(text, "```mermaid\nxychart-beta"), 4,
+			  "each with its CPU and memory charts");
 		free(text);
+		tu_run((char *[]){ "python3", "tests/helpers/check_mermaid.py", (char *)md, "gantt",
+				   "xychart-beta", NULL },
+		       &c, 180);
+		ASSERT_EQ(c.status, 0, "check_mermaid.py: the job page's summary");
+		if (c.status)
+			fprintf(stderr, "    %s", c.out);
 	}
 }
 

@@ -37,7 +37,7 @@ static int write_report(FILE *f, void *ctx)
 {
 	const struct report_job *j = ctx;
 
-	return j->markdown ? report_markdown(f, j->in.rec) : report_html(f, &j->in);
+	return j->markdown ? report_markdown(f, &j->in) : report_html(f, &j->in);
 }
 
 static int report_opt(void *ctx, int opt, char *arg)

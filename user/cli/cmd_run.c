@@ -32,6 +32,7 @@
 #include "session/output.h"
 #include "session/session.h"
 #include "store/ship.h"
+#include "store/query.h"
 #include "store/spool.h"
 #include "store/store.h"
 #include "view/perfherder.h"
@@ -436,8 +437,14 @@ struct run_state {
 };
 
 /* The task's Markdown report, appended to a CI job's summary file (said if it fails). */
-static void append_summary(const char *path, const struct task_record *rec)
+/*
+ * The task's Markdown report appended to path (a job page's summary): its charts from
+ * the series, which an embedded run holds and a daemon's task has in the store.
+ */
+static void append_summary(struct run_state *st, const char *path, const struct task_record *rec)
 {
+	struct report_input in = { 0 };
+	struct query_task q = { 0 };
 	char *text = NULL;
 	size_t len = 0;
 	struct json *j = NULL;
@@ -450,10 +457,20 @@ static void append_summary(const char *path, const struct task_record *rec)
 		if (!fclose(m))
 			j = json_parse(text, len, NULL, 0);
 	}
+	in.rec = j;
+	if (!st->linked) {
+		in.pts = st->s.sampler.pts;
+		in.n = st->s.sampler.n;
+	} else if (!st->o->no_db && !query_task__load(&q, st->o->db_path, st->o->config_path,
+						      st->o->id, NULL, false, "run")) {
+		in.pts = q.pts;
+		in.n = q.n;
+	}
 	f = j ? fopen(path, "ae") : NULL;
-	if (!f || (report_markdown(f, j) | fclose(f)))
+	if (!f || (report_markdown(f, &in) | fclose(f)))
 		tp_err("cannot append the summary to %s: %s", path,
 		       j ? strerror(errno ? errno : EIO) : "out of memory");
+	query_task__free(&q);
 	json_free(j);
 	free(text);
 }
@@ -1019,7 +1036,7 @@ static int run_task(struct run_opts *o)
 			tp_err("cannot write %s: %s", o->json_path, strerror(-err));
 	}
 	if (o->summary_path)
-		append_summary(o->summary_path, rec);
+		append_summary(&st, o->summary_path, rec);
 	if (!st.linked)
 		store_record(&st, store, &cfg);
 

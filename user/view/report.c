@@ -617,8 +617,59 @@ static void md_cell(FILE *f, const char *s)
 	}
 }
 
-int report_markdown(FILE *f, const struct json *rec)
+/* Columns of the job page's charts: readable on a narrow page, each a bucket's mean. */
+#define MD_CHART_POINTS 60
+
+/*
+ * One Mermaid xychart of field (scaled by div) over the task's time: a bucket with no
+ * sample carries the one before it (a chart line has no gaps).
+ */
+static void md_chart(FILE *f, const char *title, const char *unit, const struct series_bucket *bk,
+		     __u64 span_ms, int field, double div)
 {
+	double last = 0, top = 0;
+
+	for (int i = MD_CHART_POINTS - 1; i >= 0; i--) {
+		if (!bk[i].count)
+			continue;
+		/* Before the first sample: its value, not a zero no sample said. */
+		last = bk[i].mean[field] / div;
+		if (last > top)
+			top = last;
+	}
+	fprintf(f,
+		"```mermaid\nxychart-beta\n    title \"%s\"\n"
+		"    x-axis \"seconds since the start\" 0 --> %.1f\n"
+		"    y-axis \"%s\" 0 --> %.3g\n    line [",
+		title, span_ms / 1e3, unit, top > 0 ? top * 1.1 : 1);
+	for (int i = 0; i < MD_CHART_POINTS; i++) {
+		if (bk[i].count)
+			last = bk[i].mean[field] / div;
+		fprintf(f, "%s%.3g", i ? ", " : "", last);
+	}
+	fputs("]\n```\n\n", f);
+}
+
+/* CPU cores and memory over time, from the series, when it has two samples or more. */
+static void md_charts(FILE *f, const struct report_input *in)
+{
+	__u64 span_ms = (__u64)json_num(in->rec, "wall_ns") / 1000000;
+	struct series_bucket *bk;
+
+	if (in->n < 2 || !span_ms)
+		return;
+	bk = calloc(MD_CHART_POINTS, sizeof(*bk));
+	if (!bk)
+		return;
+	series_buckets(in->pts, in->n, span_ms, MD_CHART_POINTS, bk);
+	md_chart(f, "CPU cores in use", "cores", bk, span_ms, 0, 1000);
+	md_chart(f, "memory (resident, MiB)", "MiB", bk, span_ms, 1, 1024 * 1024);
+	free(bk);
+}
+
+int report_markdown(FILE *f, const struct report_input *in)
+{
+	const struct json *rec = in->rec;
 	const struct json *phases = json_get(rec, "phases"), *progs = json_get(rec, "programs");
 	const struct json *ev = json_get(rec, "events");
 	__u64 start_ms = (__u64)json_num(rec, "start_ns") / 1000000;
@@ -645,6 +696,7 @@ int report_markdown(FILE *f, const struct json *rec)
 	fputs("| host | ", f);
 	md_cell(f, json_str(rec, "host"));
 	fputs(" |\n\n", f);
+	md_charts(f, in);
 	if (json_len(phases)) {
 		/* dateFormat x: milliseconds since the epoch, UTC. */
 		fputs("```mermaid\ngantt\n    dateFormat x\n    axisFormat %H:%M:%S\n"

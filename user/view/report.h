@@ -26,7 +26,10 @@ struct report_input {
 };
 
 int report_html(FILE *f, const struct report_input *in);
-/* Markdown (GitHub and GitLab): a Mermaid gantt of the phases, tables, <details>. */
-int report_markdown(FILE *f, const struct json *rec);
+/*
+ * Markdown (GitHub and GitLab job pages): CPU cores and memory over time as Mermaid
+ * xycharts (from two samples on), a Mermaid gantt of the phases, tables, <details>.
+ */
+int report_markdown(FILE *f, const struct report_input *in);
 
 #endif /* TP_REPORT_H */
