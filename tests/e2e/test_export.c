@@ -408,6 +408,13 @@ TEST(TIER_E2E, report_opens_offline_in_chromium)
 	ASSERT_GE(count_of(pg.dom, "<polyline"), 5, "their lines drawn");
 	ASSERT_TRUE(strstr(pg.dom, ">fetch<") && strstr(pg.dom, ">build<"),
 		    "the phase names in the rendered text");
+	/* Laid out: each phase named on its band, every chart's text inside its chart. */
+	tu_run((char *[]){ "python3", "tests/helpers/check_layout.py", (char *)html, "fetch",
+			   "build", NULL },
+	       &r, 120);
+	ASSERT_EQ(r.status, 0, "check_layout.py: names on the bands, labels inside the charts");
+	if (r.status)
+		fprintf(stderr, "    %s", r.out);
 	tp_fmt_bytes(peak, sizeof(peak), (__u64)tu_metric(rec, "mem.peak_bytes"));
 	snprintf(want, sizeof(want), "peak %s", peak);
 	CHECK(strstr(pg.dom, want) != NULL, "the record's peak memory, %s", want);

@@ -68,6 +68,7 @@ struct chart {
 	const char *ref_name;
 	double peak;	      /* a marked peak (the record's), 0: none */
 	const char *peak_src; /* where the record's peak comes from */
+	bool named_bands;     /* the phases' names on their bands (the first chart) */
 };
 
 static double x_of(__u64 t_ms, __u64 span_ms)
@@ -75,24 +76,45 @@ static double x_of(__u64 t_ms, __u64 span_ms)
 	return MARGIN_L + (double)PLOT_W * (double)t_ms / (double)(span_ms ? span_ms : 1);
 }
 
-/* Phases as bands across a chart, each with its name and times as a tooltip. */
-static void bands(FILE *f, const struct json *phases, __u64 span_ms, int y, int h)
+/*
+ * Phases as bands across a chart, each with its name and times as a tooltip;
+ * neighbours in turn darker and lighter, a line where each begins. named: the
+ * outermost phases' names written on their bands, clipped to them.
+ */
+static void bands(FILE *f, const struct json *phases, __u64 span_ms, int y, int h, bool named)
 {
+	int outer = 0;
+
 	for (size_t i = 0; i < json_len(phases); i++) {
 		const struct json *p = json_at(phases, i);
 		__u64 s = (__u64)json_num(p, "start_ms");
 		__u64 e = s + (__u64)json_num(p, "wall_ns") / 1000000;
 		double x0 = x_of(s, span_ms), x1 = x_of(e, span_ms);
+		double w = x1 - x0 > 0.5 ? x1 - x0 : 0.5;
 		int depth = (int)json_num(p, "depth");
 		char dur[32];
 
+		if (!depth)
+			outer++;
 		fprintf(f,
-			"<rect class=\"band d%d\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\">"
-			"<title>phase ",
-			depth % 3, x0, y, x1 - x0 > 0.5 ? x1 - x0 : 0.5, h);
+			"<rect class=\"band d%d%s\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+			"height=\"%d\"><title>phase ",
+			depth % 3, !depth && outer % 2 == 0 ? " alt" : "", x0, y, w, h);
 		esc(f, json_str(p, "name"));
 		fprintf(f, ": %.3f s to %.3f s (%s)</title></rect>\n", s / 1e3, e / 1e3,
 			tp_fmt_dur(dur, sizeof(dur), (__u64)json_num(p, "wall_ns")));
+		fprintf(f,
+			"<line class=\"band-edge\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
+			x0, y, x0, y + h);
+		/* The name where it fits: a nested viewport clips it to its band. */
+		if (named && !depth && w >= 24) {
+			fprintf(f,
+				"<svg x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"14\">"
+				"<text class=\"band-name\" x=\"3\" y=\"11\">",
+				x0, y, w - 2);
+			esc(f, json_str(p, "name"));
+			fputs("</text></svg>\n", f);
+		}
 	}
 }
 
@@ -117,7 +139,7 @@ static void chart(FILE *f, const struct chart *c, const struct series_bucket *bk
 		"</figcaption>\n<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
 		"%d\" role=\"img\">\n",
 		CHART_W, CHART_H + 4, CHART_W, CHART_H + 4);
-	bands(f, json_get(rec, "phases"), span_ms, 2, CHART_H - 2);
+	bands(f, json_get(rec, "phases"), span_ms, 2, CHART_H - 2, c->named_bands);
 	axis_value(a, sizeof(a), top, c->kind);
 	axis_value(b, sizeof(b), 0, c->kind);
 	fprintf(f,
@@ -156,9 +178,12 @@ static void chart(FILE *f, const struct chart *c, const struct series_bucket *bk
 
 		fprintf(f,
 			"<line class=\"ref\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"><title>%s: "
-			"%g</title></line><text class=\"tick\" x=\"%d\" y=\"%.1f\">%s %g</text>\n",
-			MARGIN_L, y, CHART_W - MARGIN_R, y, c->ref_name, c->ref, MARGIN_L + 4,
-			y - 3, c->ref_name, c->ref);
+			"%g</title></line><text class=\"tick\" x=\"%d\" y=\"%.1f\" "
+			"text-anchor=\"end\">%s %g</text>\n",
+			MARGIN_L, y, CHART_W - MARGIN_R, y, c->ref_name, c->ref,
+			CHART_W - MARGIN_R - 2,
+			/* below its line, clear of the phases' names at the top */
+			y + 11, c->ref_name, c->ref);
 	}
 	if (c->peak > 0) {
 		double y = CHART_H - c->peak / top * (CHART_H - 4);
@@ -168,8 +193,9 @@ static void chart(FILE *f, const struct chart *c, const struct series_bucket *bk
 			"<line class=\"peak\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
 			"<text class=\"tick peak-label\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">peak "
 			"%s (the record's, %s)</text>\n",
-			MARGIN_L, y, CHART_W - MARGIN_R, y, CHART_W - MARGIN_R - 2, y - 3, a,
-			c->peak_src ? c->peak_src : "");
+			MARGIN_L, y, CHART_W - MARGIN_R, y, CHART_W - MARGIN_R - 2,
+			/* above its line, or below it where the line is near the top */
+			y - 3 < 24 ? y + 11 : y - 3, a, c->peak_src ? c->peak_src : "");
 	}
 	/* Notable events as markers on every timeline, each with its tooltip. */
 	for (size_t i = 0; i < json_len(json_get(rec, "events")); i++) {
@@ -267,7 +293,9 @@ static const char css[] =
 	"border-bottom:1px solid #e2e5ea;text-align:right;vertical-align:top}"
 	"th{text-align:left;font-weight:600}.l{text-align:left}"
 	".axis{stroke:#888;stroke-width:1}.tick{font-size:10px;fill:#555}"
-	".band{fill:#dfe8fb;fill-opacity:.7}.band.d1{fill:#c9d8f7}.band.d2{fill:#b3c8f2}"
+	".band{fill:#d6e2fa;fill-opacity:.8}.band.alt{fill:#eef3fd}.band.d1{fill:#c2d3f5}"
+	".band.d2{fill:#a9c0ef}.band-edge{stroke:#8aa3d6;stroke-width:1}"
+	".band-name{font-size:10px;fill:#2b3f6b;font-weight:600}"
 	".ref{stroke:#b33;stroke-dasharray:4 3}.peak{stroke:#7a3;stroke-dasharray:2 2}"
 	".peak-label{fill:#4a6b1f}.event{fill:#d23}.bar{fill:#5b7fd6}"
 	".meta{color:#444;margin:0 0 8px}";
@@ -391,7 +419,8 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 			  ncpu ? atof(ncpu) : 0,
 			  "host cores",
 			  0,
-			  NULL },
+			  NULL,
+			  true },
 			{ "memory (resident, as sampled)",
 			  { 1, -1 },
 			  { "#3d8b37", NULL },
@@ -401,7 +430,8 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 			  0,
 			  NULL,
 			  metric(rec, "mem.peak_bytes"),
-			  json_str(json_get(rec, "sources"), "mem.peak_bytes") },
+			  json_str(json_get(rec, "sources"), "mem.peak_bytes"),
+			  false },
 			{ "disk (block layer)",
 			  { 2, 3 },
 			  { "#8a4bc4", "#d2691e" },
@@ -411,7 +441,8 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 			  0,
 			  NULL,
 			  0,
-			  NULL },
+			  NULL,
+			  false },
 			{ "processes alive",
 			  { 4, -1 },
 			  { "#555", NULL },
@@ -421,7 +452,8 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 			  0,
 			  NULL,
 			  0,
-			  NULL },
+			  NULL,
+			  false },
 			{ "network (TCP payload)",
 			  { 6, 7 },
 			  { "#1f8a8a", "#c23b6b" },
@@ -431,7 +463,8 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 			  0,
 			  NULL,
 			  0,
-			  NULL },
+			  NULL,
+			  false },
 		};
 
 		for (size_t i = 0; i < ARRAY_SIZE(charts); i++)
