@@ -21,7 +21,8 @@ pkgs=(
 	chromium
 	# the fleet store: libpq to ship and query; the fleet test runs its own PostgreSQL 15
 	libpq-dev postgresql-15 postgresql-client-15
-	# test tools from the npm registry (Mermaid, which renders the job-page charts)
+	# test tools from the npm registry (Mermaid, which renders the job-page charts;
+	# protobufjs, which decodes the OTLP documents)
 	nodejs
 )
 
@@ -45,7 +46,7 @@ fi
 
 # Test tools from npm, at the versions their lock files pin: installed once, here.
 here=$(cd "$(dirname "$0")/.." && pwd)
-for dir in "$here"/tests/helpers/mermaid; do
+for dir in "$here"/tests/helpers/mermaid "$here"/tests/helpers/otlp; do
 	# node_modules/.taskprobe-lock: the lock file it was installed from.
 	if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.taskprobe-lock"; then
 		echo "taskprobe: installing the npm test tools in ${dir#"$here"/}" >&2

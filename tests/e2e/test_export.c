@@ -111,6 +111,30 @@ static void openmetrics_of(const char *db, const struct json *rec)
 }
 
 /*
+ * export --format otlp: the trace a collector would take, decoded strictly with the
+ * official opentelemetry-proto definitions (an unknown field or a wrong type refused),
+ * every span, attribute and timestamp against the record; the config's otlp_attribute
+ * maps the job label to cicd.pipeline.task.name.
+ */
+static void otlp_of(const char *db, const char *rec_path)
+{
+	const char *otlp = tu_tmp("otlp.json"), *conf = tu_tmp("otlp.conf");
+	struct tu_result r;
+
+	tu_write_file(conf, "otlp_attribute cicd.pipeline.task.name = job\n");
+	tu_tp(&r, 30, "export", "x1", "--db", db, "--config", conf, "--format", "otlp", "-o", otlp,
+	      NULL);
+	ASSERT_EQ(r.status, 0, "export otlp");
+	tu_run((char *[]){ "node", "tests/helpers/check_otlp.js", (char *)otlp, (char *)rec_path,
+			   "cicd.pipeline.task.name=export-test", NULL },
+	       &r, 60);
+	ASSERT_EQ(r.status, 0, "check_otlp.js: decoded strictly, the record's spans and figures");
+	if (r.status)
+		fprintf(stderr, "    %s%s", r.out ? r.out : "", r.err ? r.err : "");
+	ASSERT_TRUE(r.out && strstr(r.out, "3 spans"), "the task and its two phases as spans");
+}
+
+/*
  * A task with nested phases, a CPU burst, a failed exit and a loopback transfer (4 MiB
  * out, 1 MiB in), at a 100 ms interval:
  * the chrome-trace export is checked by Python's json against the record and the CSV
@@ -134,8 +158,8 @@ TEST(TIER_E2E, export_formats_match_the_record)
 		 " echo END_PHASE build",
 		 tu_helper("burn"), py);
 	tu_write_file(py, xfer_py);
-	tu_tp(&r, 60, "run", "--id", "x1", "--db", db, "--interval", "100", "--perfherder",
-	      "--quiet", "--json", rec_path, "--", "sh", "-c", script, NULL);
+	tu_tp(&r, 60, "run", "--id", "x1", "--label", "job=export-test", "--db", db, "--interval",
+	      "100", "--perfherder", "--quiet", "--json", rec_path, "--", "sh", "-c", script, NULL);
 	ASSERT_EQ(r.status, 0, "the task");
 	line = r.out ? strstr(r.out, "PERFHERDER_DATA: ") : NULL;
 	rec = tu_load_json(rec_path);
@@ -197,11 +221,12 @@ TEST(TIER_E2E, export_formats_match_the_record)
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "svg", NULL);
 	ASSERT_EQ(r.status, 2, "an unknown format");
 	ASSERT_TRUE(strstr(r.err, "taskprobe: export: --format is chrome-trace, csv, json, "
-				  "perfherder, firefox-profiler or openmetrics;") != NULL,
+				  "perfherder, firefox-profiler, openmetrics or otlp;") != NULL,
 		    "one line");
 	tu_tp(&r, 30, "export", "nosuch", "--db", db, "--format", "json", NULL);
 	ASSERT_EQ(r.status, 1, "an unknown task");
 	openmetrics_of(db, rec);
+	otlp_of(db, rec_path);
 }
 
 /* Chromium, headless, networking off: its DOM, a screenshot, and what it fetched. */

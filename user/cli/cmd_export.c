@@ -22,6 +22,7 @@
 #include "store/store.h"
 #include "view/fxprofile.h"
 #include "view/openmetrics.h"
+#include "view/otlp.h"
 #include "view/perfherder.h"
 
 const char export_usage[] =
@@ -42,6 +43,8 @@ const char export_usage[] =
 	"  firefox-profiler  a processed profile (version 70) that profiler.firefox.com\n"
 	"                opens: phases, processes and notable events as markers, a CPU\n"
 	"                graph, memory, disk and network as counters\n"
+	"  otlp          the task as an OpenTelemetry trace, OTLP/JSON (an\n"
+	"                ExportTraceServiceRequest: POST it to a collector's /v1/traces)\n"
 	"  openmetrics   the task's figures as an OpenMetrics text file, one gauge a line,\n"
 	"                each phase's labelled by phase (GitLab's artifacts:reports:metrics)\n"
 	"  -o FILE       write FILE (whole, or not at all) instead of standard output\n";
@@ -53,10 +56,12 @@ enum export_format {
 	EXPORT_PERFHERDER,
 	EXPORT_FIREFOX,
 	EXPORT_OPENMETRICS,
+	EXPORT_OTLP,
 };
 
-static const char *const format_names[] = { "chrome-trace",	"csv",	      "json", "perfherder",
-					    "firefox-profiler", "openmetrics" };
+static const char *const format_names[] = {
+	"chrome-trace", "csv", "json", "perfherder", "firefox-profiler", "openmetrics", "otlp",
+};
 
 struct export
 {
@@ -295,6 +300,14 @@ static int write_export(FILE *f, void *ctx)
 		return 0;
 	case EXPORT_OPENMETRICS:
 		return openmetrics_write(f, x->rec);
+	case EXPORT_OTLP: {
+		struct config cfg;
+		struct otlp_input in = { x->rec, x->q->labels, x->q->nlabels, &cfg };
+
+		if (config__read(&cfg, x->config))
+			return -EINVAL;
+		return otlp_write_traces(f, &in);
+	}
 	case EXPORT_FIREFOX: {
 		struct report_input in = { x->rec, x->pts, x->n, x->q->labels, x->q->nlabels };
 
@@ -357,7 +370,7 @@ int cmd_export(int argc, char **argv)
 		tp_err("export: %s; see 'taskprobe export --help'",
 		       optind != argc - 1 ? "one task id, please"
 		       : format		  ? "--format is chrome-trace, csv, json, perfherder, "
-					    "firefox-profiler or openmetrics"
+					    "firefox-profiler, openmetrics or otlp"
 					  : "--format FORMAT is required");
 		return 2;
 	}

@@ -125,6 +125,27 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 		c->strict = !strcmp(val, "true");
 		return 0;
 	}
+	if (!strncmp(key, "otlp_attribute ", 15)) {
+		const char *attr = key + 15;
+
+		attr += strspn(attr, " ");
+		*why = "otlp_attribute takes 'otlp_attribute ATTRIBUTE = LABEL': an attribute name "
+		       "([a-z0-9._], at most 63) and a task label key, at most 16 of them";
+		if (!*attr || attr[strspn(attr, "abcdefghijklmnopqrstuvwxyz0123456789._")] ||
+		    strlen(attr) >= sizeof(c->otlp_attrs[0].attr) || !*val ||
+		    strlen(val) >= sizeof(c->otlp_attrs[0].label) ||
+		    c->notlp_attrs >= CONFIG_OTLP_ATTRS)
+			return -EINVAL;
+		for (int i = 0; i < c->notlp_attrs; i++)
+			if (!strcmp(c->otlp_attrs[i].attr, attr))
+				return -EINVAL;
+		snprintf(c->otlp_attrs[c->notlp_attrs].attr, sizeof(c->otlp_attrs[0].attr), "%s",
+			 attr);
+		snprintf(c->otlp_attrs[c->notlp_attrs].label, sizeof(c->otlp_attrs[0].label), "%s",
+			 val);
+		c->notlp_attrs++;
+		return 0;
+	}
 	if (!strcmp(key, "perfherder_framework")) {
 		*why = "perfherder_framework takes the name of a framework Treeherder has "
 		       "registered ([a-z0-9_-], at most 63): its artifacts of another are dropped";
@@ -211,7 +232,8 @@ static int apply(struct config *c, const char *key, const char *val, const char 
 	*why = "unknown key (known: db, db_group, retain_days, max_db_mb, instance_type, "
 	       "worker_pool, phase_begin_marker, phase_end_marker, http_ports, listen, "
 	       "api_token, max_tasks, metrics_label, pin_dir, collect, sink, sink_passfile, "
-	       "sink_retain_days, spool_max_mb, strict, keep_tasks, perfherder_framework)";
+	       "sink_retain_days, spool_max_mb, strict, keep_tasks, perfherder_framework, "
+	       "otlp_attribute ATTRIBUTE)";
 	return -EINVAL;
 }
 

@@ -16,6 +16,7 @@
  * docs/metrics-language.md, "Treeherder". */
 #define PERFHERDER_FRAMEWORK_DEFAULT "build_metrics"
 #define TP_DEFAULT_SPOOL_MAX_MB 256
+#define CONFIG_OTLP_ATTRS 16
 
 struct config {
 	char db[PATH_MAX];
@@ -34,11 +35,17 @@ struct config {
 	char metrics_label[64];	       /* a task label /metrics sums by too ("": none) */
 	char pin_dir[PATH_MAX];	       /* the daemon's BPF pins, on a bpffs, or "off" */
 	char perfherder_framework[64]; /* the Perfherder artifact's framework (Treeherder's) */
-	unsigned collect;	       /* what the collector collects (collect.h) */
-	char sink[1024];	       /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
-	char sink_passfile[PATH_MAX];  /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
-	int sink_retain_days;	       /* the fleet's tasks older than this go (0: all stay) */
-	int spool_max_mb;	       /* each spool directory's bound (spool.h) */
+	/* otlp_attribute ATTR = LABEL: the task label an OTLP span attribute takes */
+	struct {
+		char attr[64];
+		char label[64];
+	} otlp_attrs[CONFIG_OTLP_ATTRS];
+	int notlp_attrs;
+	unsigned collect;	      /* what the collector collects (collect.h) */
+	char sink[1024];	      /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
+	char sink_passfile[PATH_MAX]; /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
+	int sink_retain_days;	      /* the fleet's tasks older than this go (0: all stay) */
+	int spool_max_mb;	      /* each spool directory's bound (spool.h) */
 	/* a collector that cannot work fails `run` (125) instead of running CMD unmeasured */
 	bool strict;
 	bool keep_tasks; /* the daemon's SIGTERM hands its tasks over (daemon --keep-tasks) */
