@@ -168,3 +168,12 @@ const struct hist_desc *hist_desc_find(const char *name)
 			return &hist_descs[i];
 	return NULL;
 }
+
+bool metric_is_builtin(const char *name)
+{
+	for (size_t i = 0; i < metric_descs_n; i++)
+		if (!strcmp(metric_descs[i].name, name))
+			return true;
+	/* The network and HTTP counters (net_figures.c): the record's own, not the task's. */
+	return !strncmp(name, "net.", 4) || !strncmp(name, "http.", 5);
+}

@@ -55,4 +55,7 @@ void metric_desc__set(const struct metric_desc *d, struct task_record *t, double
 /* The histogram named name or its alias; NULL if none. */
 const struct hist_desc *hist_desc_find(const char *name);
 
+/* A figure taskprobe measures (a descriptor's, or net.* and http.*), not the task's own. */
+bool metric_is_builtin(const char *name);
+
 #endif /* TP_METRICS_H */

@@ -18,6 +18,7 @@
 #include "store/spool.h"
 #include "store/store.h"
 #include "view/api.h"
+#include "view/openmetrics.h"
 
 #define API_LABELS_MAX 16
 
@@ -361,19 +362,6 @@ static void get_count(struct api *api, const struct api_req *rq, struct answer *
 	jw_obj_end(&a->w);
 }
 
-/* A label value in the exposition format: backslash, quote and newline escaped. */
-static void prom_value(FILE *f, const char *v)
-{
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			fputc('\\', f);
-		if (*v == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*v, f);
-	}
-}
-
 struct prom {
 	FILE *f;
 	char family[160];  /* the last one with HELP and TYPE written */
@@ -441,16 +429,16 @@ static int prom_total(void *ctx, const struct store_total_row *r)
 	fprintf(p->f, "%s{", name);
 	if (lkey) {
 		fprintf(p->f, "%s=\"", lkey);
-		prom_value(p->f, lval);
+		om_label_value(p->f, lval);
 		fputs("\",", p->f);
 	}
 	fputs("worker_pool=\"", p->f);
-	prom_value(p->f, r->worker_pool);
+	om_label_value(p->f, r->worker_pool);
 	fputs("\",instance_type=\"", p->f);
-	prom_value(p->f, r->instance_type);
+	om_label_value(p->f, r->instance_type);
 	if (p->label && r->label[0]) {
 		fprintf(p->f, "\",%s=\"", p->label);
-		prom_value(p->f, r->label);
+		om_label_value(p->f, r->label);
 	}
 	fprintf(p->f, "\"} %.17g\n", r->sum);
 	return 0;
@@ -518,9 +506,9 @@ static void prom_sink(struct prom *p, struct store *s)
 		prom_family(p, "taskprobe_sink_last_error_info", "gauge",
 			    "the last shipping error, as a label");
 		fputs("taskprobe_sink_last_error_info{sink=\"", p->f);
-		prom_value(p->f, st.sink);
+		om_label_value(p->f, st.sink);
 		fputs("\",error=\"", p->f);
-		prom_value(p->f, st.error);
+		om_label_value(p->f, st.error);
 		fputs("\"} 1\n", p->f);
 	}
 }

@@ -44,8 +44,7 @@ static void om_family(FILE *f, const char *name, const char *unit, const char *h
 	fprintf(f, "# HELP %s %s\n", name, help);
 }
 
-/* A label value as the text format quotes it: backslash, quote and newline escaped. */
-static void om_label(FILE *f, const char *v)
+void om_label_value(FILE *f, const char *v)
 {
 	for (; *v; v++) {
 		if (*v == '\\' || *v == '"')
@@ -69,15 +68,6 @@ static void om_value(FILE *f, const char *name, const struct json *v, double sca
 		fprintf(f, "%s %llu\n", name, (unsigned long long)v->u);
 	else
 		fprintf(f, "%s %.9g\n", name, v->num * scale);
-}
-
-static bool builtin(const char *name)
-{
-	for (size_t i = 0; i < metric_descs_n; i++)
-		if (!strcmp(metric_descs[i].name, name))
-			return true;
-	/* The network and HTTP counters (net_figures.c) are the record's own, not the task's. */
-	return !strncmp(name, "net.", 4) || !strncmp(name, "http.", 5);
 }
 
 static const struct {
@@ -105,7 +95,7 @@ int openmetrics_write(FILE *f, const struct json *rec)
 	om_family(f, "taskprobe_exit_status", NULL, "what the task exited with (128 + signal)");
 	fprintf(f, "taskprobe_exit_status %.0f\n", json_num(rec, "exit_status"));
 	for (const struct json *v = m ? m->child : NULL; v; v = v->next) {
-		if (v->type != JSON_NUM || !builtin(v->key))
+		if (v->type != JSON_NUM || !metric_is_builtin(v->key))
 			continue;
 		om_name(name, sizeof(name), "taskprobe_", v->key, &unit, &scale);
 		fprintf(f, "# TYPE %s gauge\n", name);
@@ -128,7 +118,7 @@ int openmetrics_write(FILE *f, const struct json *rec)
 			for (size_t j = 0; j < i; j++)
 				seen += !strcmp(json_str(json_at(phases, j), "name"), pn);
 			fprintf(f, "%s{phase=\"", name);
-			om_label(f, pn);
+			om_label_value(f, pn);
 			if (seen > 1)
 				fprintf(f, ".%d", seen);
 			fputs("\"}", f);

@@ -13,5 +13,7 @@
  * `taskprobe_phase_*{phase="NAME"}`; "# EOF" last. 0, or -EIO.
  */
 int openmetrics_write(FILE *f, const struct json *rec);
+/* A label value as the text format quotes it: backslash, quote and newline escaped. */
+void om_label_value(FILE *f, const char *v);
 
 #endif /* TP_OPENMETRICS_H */

@@ -85,14 +85,6 @@ static const char *run_result(const struct json *rec)
 	return "error"; /* not_found, exec_failed: the task could not run */
 }
 
-static bool builtin(const char *name)
-{
-	for (size_t i = 0; i < metric_descs_n; i++)
-		if (!strcmp(metric_descs[i].name, name))
-			return true;
-	return !strncmp(name, "net.", 4) || !strncmp(name, "http.", 5);
-}
-
 static void resource(struct jw *w, const struct otlp_input *in)
 {
 	char key[96];
@@ -138,7 +130,7 @@ static void task_attributes(struct jw *w, const struct otlp_input *in)
 	attr_str(w, "taskprobe.status", json_str(in->rec, "status"));
 	attr_num(w, "taskprobe.exit_status", json_get(in->rec, "exit_status"));
 	for (const struct json *v = m ? m->child : NULL; v; v = v->next) {
-		if (v->type != JSON_NUM || !builtin(v->key))
+		if (v->type != JSON_NUM || !metric_is_builtin(v->key))
 			continue;
 		snprintf(key, sizeof(key), "taskprobe.%s", v->key);
 		attr_num(w, key, v);
