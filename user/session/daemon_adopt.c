@@ -61,6 +61,8 @@ static int adopt_one(struct daemon *d, struct handover_task *h)
 		return -ENOMEM;
 	t->d = d;
 	t->conn = -1;
+	/* No slot, no fds: dropped before its session opens, it frees nothing of another's. */
+	session__clear(&t->s);
 	t->cfg = d->cfg;
 	snprintf(t->id, sizeof(t->id), "%s", h->id);
 	snprintf(t->cgroup, sizeof(t->cgroup), "%s", h->cgroup);

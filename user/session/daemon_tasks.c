@@ -200,6 +200,8 @@ static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **k
 	}
 	t->d = d;
 	t->conn = -1;
+	/* No slot, no fds: dropped before its session opens, it frees nothing of another's. */
+	session__clear(&t->s);
 	snprintf(t->id, sizeof(t->id), "%s", id);
 	for (int i = 0; i < nkv; i++) {
 		struct label *l = &t->labels[i];
