@@ -38,14 +38,14 @@ int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
 
 int store__outbox_backfill(struct store *s, bool refused)
 {
-	int err = sqlite__run(
-		s,
-		refused ? "UPDATE tasks SET ship = 1 WHERE ship = 2"
-			: "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
-		"");
+	int err;
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
+	err = sqlite__run(s,
+			  refused ? "UPDATE tasks SET ship = 1 WHERE ship = 2"
+				  : "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
+			  "");
 	return err ? err : sqlite3_changes(s->db);
 }
 
@@ -241,9 +241,9 @@ int store__sink_state(struct store *s, struct store_sink_state *ss)
 	sqlite3_stmt *st;
 	int step;
 
-	if (s->ops->read_only)
-		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	memset(ss, 0, sizeof(*ss));
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the fleet's: it has no outbox */
 	if (sqlite__prepare(
 		    s,
 		    "SELECT sink, error, error_ns, shipped_ns, next_try_ns, failures, shipped,"
