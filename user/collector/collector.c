@@ -481,14 +481,14 @@ int collector__retrack(struct collector *c, int slot, const char *path)
 
 int collector__untrack(struct collector *c, int slot)
 {
-	int fd = bpf_map__fd(c->skel->maps.cgroups);
 	struct tp_cgroup_info ci;
 	__u32 free_gen = 0;
 	__u64 key, next;
-	int err;
+	int fd, err;
 
 	if (!coll__slot_ok(c, slot))
 		return -EINVAL;
+	fd = bpf_map__fd(c->skel->maps.cgroups);
 	/* Threads still holding this slot (kept leftovers) stop counting at once. */
 	bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &free_gen, 0);
 	c->skel->bss->capture_args[slot] = 0;
