@@ -42,10 +42,11 @@ int store__outbox_backfill(struct store *s, bool refused)
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	err = sqlite__run(s,
-			  refused ? "UPDATE tasks SET ship = 1 WHERE ship = 2"
-				  : "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
-			  "");
+	err = sqlite__run(
+		s,
+		refused ? "UPDATE tasks SET ship = 1 WHERE ship = 2"
+			: "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
+		"");
 	return err ? err : sqlite3_changes(s->db);
 }
 
