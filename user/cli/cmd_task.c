@@ -120,75 +120,91 @@ out:
 	return ret;
 }
 
+struct task_args {
+	const char *cgroup;
+	const char *sock;
+	struct end_opts e;
+	char *labels[TP_LABELS_MAX];
+	int nlabels;
+};
+
+static int task_opt(void *ctx, int opt, char *arg)
+{
+	struct task_args *a = ctx;
+	char copy[TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2], *k, *v;
+	const char *why;
+
+	switch (opt) {
+	case 'g':
+		a->cgroup = arg;
+		return 0;
+	case 'j':
+		a->e.json_path = arg;
+		return 0;
+	case 'q':
+		a->e.quiet = true;
+		return 0;
+	case 'p':
+		a->e.perfherder_path = arg;
+		return 0;
+	case 's':
+		a->sock = arg;
+		return 0;
+	}
+	/* --label K=V, checked here: the daemon is told labels it can take. */
+	if (a->nlabels >= TP_LABELS_MAX) {
+		tp_err("task: at most %d labels", TP_LABELS_MAX);
+		return -EINVAL;
+	}
+	snprintf(copy, sizeof(copy), "%s", arg);
+	if (strlen(arg) >= sizeof(copy) || tp_parse_label(copy, &k, &v, &why)) {
+		tp_err("task: invalid label '%.64s': %s", arg,
+		       strlen(arg) >= sizeof(copy) ? "too long" : why);
+		return -EINVAL;
+	}
+	if (hostinfo_is_label(k)) {
+		tp_err("task: label '%s' names a host label", k);
+		return -EINVAL;
+	}
+	a->labels[a->nlabels++] = arg;
+	return 0;
+}
+
 int cmd_task(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const struct option own[] = {
 		{ "cgroup", required_argument, NULL, 'g' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "perfherder-file", required_argument, NULL, 'p' },
-		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *cgroup = NULL, *sock = NULL, *why;
-	struct end_opts e = { 0 };
-	char *labels[TP_LABELS_MAX];
-	int nlabels = 0, opt;
+	struct task_args a = { 0 };
+	const struct cli_cmd cmd = {
+		.name = "task",
+		.usage = task_usage,
+		.shared = SHARED_CONFIG,
+		.own = own,
+		.own_opt = task_opt,
+		.ctx = &a,
+	};
+	const char *cgroup, *sock;
+	struct shared_opts so;
+	struct end_opts e;
+	char **labels = a.labels;
+	int nlabels, rc;
 	bool start;
 
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'g':
-			cgroup = optarg;
-			break;
-		case 'l': {
-			char copy[TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2], *k, *v;
-
-			if (nlabels >= TP_LABELS_MAX) {
-				tp_err("task: at most %d labels", TP_LABELS_MAX);
-				return 2;
-			}
-			snprintf(copy, sizeof(copy), "%s", optarg);
-			if (strlen(optarg) >= sizeof(copy) || tp_parse_label(copy, &k, &v, &why)) {
-				tp_err("task: invalid label '%.64s': %s", optarg,
-				       strlen(optarg) >= sizeof(copy) ? "too long" : why);
-				return 2;
-			}
-			if (hostinfo_is_label(k)) {
-				tp_err("task: label '%s' names a host label", k);
-				return 2;
-			}
-			labels[nlabels++] = optarg;
-			break;
-		}
-		case 'j':
-			e.json_path = optarg;
-			break;
-		case 'q':
-			e.quiet = true;
-			break;
-		case 'p':
-			e.perfherder_path = optarg;
-			break;
-		case 'c':
-			e.config = optarg;
-			break;
-		case 's':
-			sock = optarg;
-			break;
-		case 'h':
-			fputs(task_usage, stdout);
-			return 0;
-		default:
-			cli_option_error("task", opt, argv[optind - 1]);
-			return 2;
-		}
-	}
+	rc = cli_parse(argc, argv, &cmd, &so);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	cgroup = a.cgroup;
+	sock = a.sock;
+	e = a.e;
+	e.config = so.config;
+	nlabels = a.nlabels;
 	if (argc - optind != 2 || (strcmp(argv[optind], "start") && strcmp(argv[optind], "end"))) {
 		tp_err("task: use 'task start ID --cgroup PATH' or 'task end ID'");
 		return 2;
