@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* End-to-end tests: the taskprobe binary on real workloads, checked against ground truth. */
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +226,18 @@ TEST(TIER_E2E, program_table_adds_up_for_short_processes)
 	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
 		p = tu_program(rec, progs[i]);
 		ASSERT_TRUE(p != NULL, progs[i]);
-		ASSERT_NEAR(tu_num(p, "cpu_ns"), tu_num(want, progs[i]), 0.05, progs[i]);
+		double got = tu_num(p, "cpu_ns"), exp = tu_num(want, progs[i]);
+
+		printf("# %s: the program table %.0f ns, wait4's rusage %.0f ns\n", progs[i], got,
+		       exp);
+		/*
+		 * Within 5 %, or one scheduler tick (4 ms at HZ=250): they agree to 0.01 % as a
+		 * rule, but once in a CI run /bin/rm's 20 processes were 4.1 ms apart (53.2 vs
+		 * 49.1 ms), one tick of runtime that wait4's read and the last switch-out split
+		 * differently. Short processes make 5 % smaller than that tick.
+		 */
+		CHECK(fabs(got - exp) <= fmax(0.05 * exp, 4.5e6),
+		      "%s: the program table %.0f ns, wait4's rusage %.0f ns", progs[i], got, exp);
 	}
 	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 200, "200 execs of /bin/true");
 	for (const struct json *e = json_get(rec, "programs")->child; e; e = e->next) {
