@@ -9,9 +9,10 @@ import html
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+import chromium
 
 # The report's body, laid out in a page of the check's own (the report itself runs no
 # script): each chart's texts measured against its viewBox, with their rendered boxes.
@@ -54,18 +55,12 @@ def main():
         page = os.path.join(tmp, "page.html")
         with open(page, "w", encoding="utf-8") as f:
             f.write(PAGE % {"css": css.group(1) if css else "", "body": body.group(1) if body else ""})
-        r = subprocess.run(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp}/udd",
-             "--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-             "--window-size=1200,900", "--virtual-time-budget=10000", "--dump-dom",
-             "file://" + page],
-            capture_output=True, text=True, timeout=120)
-    m = re.search(r'<pre id="layout-result">(.*?)</pre>', r.stdout, re.S)
+        out, err = chromium.dump_dom(
+            "file://" + page, tmp, ["--window-size=1200,900", "--virtual-time-budget=10000"])
+    m = re.search(r'<pre id="layout-result">(.*?)</pre>', out, re.S)
     lines = html.unescape(m.group(1)).splitlines() if m else []
     if not lines or lines[-1] != "done":
-        sys.exit("check_layout.py: the page did not finish: " + r.stderr[-400:])
+        sys.exit("check_layout.py: the page did not finish: " + err[-400:])
     names = []
     for line in lines[:-1]:
         print(line)

@@ -10,9 +10,10 @@ import html
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+import chromium
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MERMAID = os.path.join(HERE, "mermaid", "node_modules", "mermaid", "dist", "mermaid.min.js")
@@ -54,19 +55,14 @@ def main():
         page = os.path.join(tmp, "page.html")
         with open(page, "w", encoding="utf-8") as f:
             f.write(PAGE % {"js": "file://" + MERMAID, "blocks": json.dumps(blocks)})
-        r = subprocess.run(
-            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp}/udd",
-             "--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-             "--allow-file-access-from-files", "--virtual-time-budget=30000", "--dump-dom",
-             "file://" + page],
-            capture_output=True, text=True, timeout=120)
-    m = re.search(r'<pre id="result">(.*?)</pre>', r.stdout, re.S)
+        out, err = chromium.dump_dom(
+            "file://" + page, tmp,
+            ["--allow-file-access-from-files", "--virtual-time-budget=30000"])
+    m = re.search(r'<pre id="result">(.*?)</pre>', out, re.S)
     result = html.unescape(m.group(1)) if m else ""
     lines = result.splitlines()
     if not lines or lines[-1] != "done":
-        bad.append("Mermaid did not finish: " + (result or r.stderr[-400:]).replace("\n", " "))
+        bad.append("Mermaid did not finish: " + (result or err[-400:]).replace("\n", " "))
     for line in lines[:-1]:
         print(line)
         if not line.startswith("ok "):
