@@ -72,7 +72,6 @@ struct export
 	size_t n;
 	const char *record_text;
 	const struct query_task *q;
-	const char *config; /* --config: the Perfherder framework's */
 };
 
 static void trace_event_on(struct jw *w, const char *name, const char *cat, const char *ph,
@@ -301,11 +300,8 @@ static int write_export(FILE *f, void *ctx)
 	case EXPORT_OPENMETRICS:
 		return openmetrics_write(f, x->rec);
 	case EXPORT_OTLP: {
-		struct config cfg;
-		struct otlp_input in = { x->rec, x->q->labels, x->q->nlabels, &cfg };
+		struct otlp_input in = { x->rec, x->q->labels, x->q->nlabels, &x->q->cfg };
 
-		if (config__read(&cfg, x->config))
-			return -EINVAL;
 		return otlp_write_traces(f, &in);
 	}
 	case EXPORT_FIREFOX: {
@@ -314,16 +310,12 @@ static int write_export(FILE *f, void *ctx)
 		return fxprofile_write(f, &in);
 	}
 	case EXPORT_PERFHERDER: {
-		struct config cfg;
-
-		if (config__read(&cfg, x->config))
-			return -EINVAL;
 		if (task_record__from_json(&t, x->rec)) {
 			task_record__fini(&t);
 			tp_err("export: the record of '%s' cannot be read back", x->id);
 			return -EINVAL;
 		}
-		task_record__write_perfherder(f, &t, cfg.perfherder_framework);
+		task_record__write_perfherder(f, &t, x->q->cfg.perfherder_framework);
 		fputc('\n', f);
 		task_record__fini(&t);
 		return 0;
@@ -384,7 +376,6 @@ int cmd_export(int argc, char **argv)
 	x.pts = q.pts;
 	x.n = q.n;
 	x.q = &q;
-	x.config = so.config;
 	if (!out)
 		err = write_export(stdout, &x) || fflush(stdout) || ferror(stdout) ? -EIO : 0;
 	else

@@ -14,16 +14,22 @@
 
 struct store *query_open_store(const char *db, const char *config)
 {
-	const char *env = getenv("TASKPROBE_DB"), *path;
 	struct config cfg;
 
-	if (config__read(&cfg, config))
+	return query_open_store_cfg(db, config, &cfg);
+}
+
+struct store *query_open_store_cfg(const char *db, const char *config, struct config *cfg)
+{
+	const char *env = getenv("TASKPROBE_DB"), *path;
+
+	if (config__read(cfg, config))
 		return NULL;
-	path = db ? db : env && *env ? env : cfg.db;
+	path = db ? db : env && *env ? env : cfg->db;
 	/* A fleet's PostgreSQL: its password from the config's passfile or PGPASSFILE. */
 	if (conninfo_is(path))
-		return store__open_fleet(path, cfg.sink_passfile);
-	return store__open(path, false, cfg.db_gid);
+		return store__open_fleet(path, cfg->sink_passfile);
+	return store__open(path, false, cfg->db_gid);
 }
 
 static int on_label(void *ctx, const char *key, const char *value)
@@ -82,7 +88,7 @@ int query_task__load(struct query_task *q, const char *db, const char *config, c
 		tp_err("%s: invalid task id: use " TP_ID_RULE, who);
 		return -1;
 	}
-	q->s = query_open_store(db, config);
+	q->s = query_open_store_cfg(db, config, &q->cfg);
 	if (!q->s)
 		return -1;
 	if (query_find_task(q->s, id, host, &q->st, who))

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "base/json.h"
+#include "model/config.h"
 #include "model/series.h"
 #include "store/store.h"
 
@@ -17,6 +18,8 @@
  * (config, else the default file). NULL with the reason said.
  */
 struct store *query_open_store(const char *db, const char *config);
+/* The same, and the config it read (which --config names, or the default one). */
+struct store *query_open_store_cfg(const char *db, const char *config, struct config *out);
 /* A task's labels as the store has them (the host's too: host, ncpu, ...). */
 struct query_label {
 	char *key;
@@ -34,6 +37,7 @@ struct query_task {
 	size_t n;
 	struct query_label labels[QUERY_LABELS_MAX]; /* the first QUERY_LABELS_MAX */
 	int nlabels;
+	struct config cfg; /* the config the store was opened by */
 };
 
 /* The value of the label key among n labels, or NULL. */
