@@ -38,7 +38,7 @@ CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-
 	     -D_GNU_SOURCE -DTP_VERSION='"$(VERSION)"' \
 	     -Iinclude -Iuser -I$(BPFOUT) -I$(PQINC) -MMD -MP $(SANFLAGS)
 LDFLAGS   += $(SANFLAGS)
-LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8 -lmicrohttpd -lpq -lpthread
+LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8 -lmicrohttpd -lpq -lcurl -lpthread
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Werror -Wall \
 	     -Iinclude -I$(BPFOUT)
 

@@ -21,6 +21,8 @@ pkgs=(
 	chromium
 	# the fleet store: libpq to ship and query; the fleet test runs its own PostgreSQL 15
 	libpq-dev postgresql-15 postgresql-client-15
+	# OTLP/HTTP export to an OpenTelemetry collector (http and https)
+	libcurl4-openssl-dev
 	# test tools from the npm registry (Mermaid, which renders the job-page charts;
 	# protobufjs, which decodes the OTLP documents)
 	nodejs

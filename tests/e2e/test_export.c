@@ -220,8 +220,10 @@ TEST(TIER_E2E, export_formats_match_the_record)
 		    "perfherder: the run's own line");
 	tu_tp(&r, 30, "export", "x1", "--db", db, "--format", "svg", NULL);
 	ASSERT_EQ(r.status, 2, "an unknown format");
-	ASSERT_TRUE(strstr(r.err, "taskprobe: export: --format is chrome-trace, csv, json, "
-				  "perfherder, firefox-profiler, openmetrics or otlp;") != NULL,
+	ASSERT_TRUE(strstr(r.err,
+			   "taskprobe: export: --format is chrome-trace, csv, json, "
+			   "perfherder, firefox-profiler, openmetrics, otlp or otlp-metrics;") !=
+			    NULL,
 		    "one line");
 	tu_tp(&r, 30, "export", "nosuch", "--db", db, "--format", "json", NULL);
 	ASSERT_EQ(r.status, 1, "an unknown task");

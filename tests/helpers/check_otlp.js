@@ -4,8 +4,10 @@
 // (tests/helpers/otlp/proto, scripts/otlp-proto.sh) and protobufjs, an unknown field or
 // a wrong type refused, then checks every span, attribute and timestamp against the
 // task's record:
-//   node check_otlp.js OTLP.json RECORD.json [ATTR=VALUE...]
+//   node check_otlp.js [--metrics] OTLP.json RECORD.json [ATTR=VALUE...]
 // ATTR=VALUE: attributes the task's span must carry (the config's otlp_attribute).
+// --metrics: the document is the task's figures as OTLP metrics (otlp_metrics):
+// every figure of the record a data point of the same value, over the task's life.
 // Prints what is wrong, one line each, and exits 1 if anything is.
 "use strict";
 const fs = require("fs");
@@ -17,9 +19,14 @@ const bad = [];
 
 const root = new protobuf.Root();
 root.resolvePath = (origin, target) => path.join(PROTO, target);
+const metricsMode = process.argv[2] === "--metrics";
+const args = process.argv.slice(metricsMode ? 3 : 2);
 root.loadSync("opentelemetry/proto/collector/trace/v1/trace_service.proto");
+root.loadSync("opentelemetry/proto/collector/metrics/v1/metrics_service.proto");
 root.resolveAll();
-const Request = root.lookupType("opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest");
+const Request = root.lookupType(metricsMode
+  ? "opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest"
+  : "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest");
 
 // OTLP/JSON: field names in lowerCamelCase, ids as hex, 64-bit integers as decimal
 // strings, enums as integers. Converted to protobufjs's JSON form (ids in base64) as
@@ -70,10 +77,10 @@ function strict(obj, type, where) {
   return out;
 }
 
-const raw = fs.readFileSync(process.argv[2], "utf8");
-const recText = fs.readFileSync(process.argv[3], "utf8");
+const raw = fs.readFileSync(args[0], "utf8");
+const recText = fs.readFileSync(args[1], "utf8");
 const rec = JSON.parse(recText);
-const want = process.argv.slice(4).map((s) => s.split("="));
+const want = args.slice(2).map((s) => s.split("="));
 const doc = strict(JSON.parse(raw), Request, "request");
 const first = Request.fromObject(doc);
 const err = Request.verify(first);
@@ -98,6 +105,49 @@ const eq = (what, got, exp) => {
   if (String(got) !== String(exp)) bad.push(`${what}: ${got}, the record: ${exp}`);
 };
 
+const result = rec.status === "exited" || rec.status === "ended"
+  ? (rec.exit_status === 0 ? "success" : "failure")
+  : rec.status === "signaled" || rec.status === "interrupted" ? "cancellation" : "error";
+const close = (got, v) => typeof got === "number"
+  ? Math.abs(got - v) <= 1e-9 * Math.max(1, Math.abs(v)) : String(got) === String(v);
+
+if (metricsMode) {
+  const rm = req.resourceMetrics || [];
+  eq("resourceMetrics", rm.length, 1);
+  const res = attrs(rm[0] && rm[0].resource && rm[0].resource.attributes);
+  eq("resource host.name", res.get("host.name"), rec.host);
+  const metrics = (rm[0] && rm[0].scopeMetrics && rm[0].scopeMetrics[0].metrics) || [];
+  const byName = new Map(metrics.map((m) => [m.name, m]));
+  const endNs = startNs + BigInt(rec.wall_ns);
+  let checked = 0;
+  for (const [k, v] of Object.entries(rec.metrics)) {
+    const m = byName.get("taskprobe." + k);
+    if (!m) continue;
+    checked++;
+    const data = m.sum || m.gauge;
+    const dp = (data && data.dataPoints && data.dataPoints[0]) || {};
+    if (!data || data.dataPoints.length !== 1) bad.push(`${m.name}: not one data point`);
+    const got = dp.asInt !== undefined ? String(dp.asInt) : dp.asDouble;
+    if (!close(got, v)) bad.push(`${m.name}: ${got}, the record: ${v}`);
+    eq(`${m.name} start`, ns(dp.startTimeUnixNano || 0), startNs);
+    eq(`${m.name} time`, ns(dp.timeUnixNano || 0), endNs);
+    if (m.sum && !(m.sum.isMonotonic && m.sum.aggregationTemporality === 2))
+      bad.push(`${m.name}: a counter not a cumulative monotonic sum`);
+    const da = attrs(dp.attributes);
+    eq(`${m.name} run id`, da.get("cicd.pipeline.task.run.id"), rec.id);
+    eq(`${m.name} run result`, da.get("cicd.pipeline.task.run.result"), result);
+    for (const [a, x] of want) eq(`${m.name} ${a}`, da.get(a), x);
+  }
+  eq("metrics", metrics.length, checked);
+  for (const k of ["cpu.time_ns", "proc.execs", "mem.peak_bytes", "wall_ns"])
+    if (rec.metrics[k] !== undefined && !byName.has("taskprobe." + k))
+      bad.push(`no taskprobe.${k} among the metrics`);
+  if (!checked) bad.push("no figure of the record among the metrics");
+  console.log(`${metrics.length} metrics, ${checked} figures checked`);
+  for (const b of bad) console.log(b);
+  process.exit(bad.length ? 1 : 0);
+}
+
 const rs = req.resourceSpans || [];
 eq("resourceSpans", rs.length, 1);
 const res = attrs(rs[0] && rs[0].resource && rs[0].resource.attributes);
@@ -112,9 +162,6 @@ eq("task span start", ns(task.startTimeUnixNano || 0), startNs);
 eq("task span end", ns(task.endTimeUnixNano || 0), startNs + BigInt(rec.wall_ns));
 const ta = attrs(task.attributes);
 eq("cicd.pipeline.task.run.id", ta.get("cicd.pipeline.task.run.id"), rec.id);
-const result = rec.status === "exited" || rec.status === "ended"
-  ? (rec.exit_status === 0 ? "success" : "failure")
-  : rec.status === "signaled" || rec.status === "interrupted" ? "cancellation" : "error";
 eq("cicd.pipeline.task.run.result", ta.get("cicd.pipeline.task.run.result"), result);
 eq("status code", task.status && task.status.code, result === "success" ? 1 : 2);
 for (const [k, v] of want) eq(k, ta.get(k), v);

@@ -232,7 +232,7 @@ TEST(TIER_UNIT, outbox_survives_retention_and_ships_whole)
 			NULL, NULL, NULL),
 		SQLITE_OK, "three old tasks");
 	sqlite3_close(db);
-	ASSERT_EQ(store__outbox(s, 0, tids, 8), 1, "one waits");
+	ASSERT_EQ(store__outbox(s, STORE_Q_FLEET, 0, tids, 8), 1, "one waits");
 	ASSERT_OK(store__ship_doc(s, tids[0], &doc), "its document");
 	j = doc ? json_parse(doc, strlen(doc), NULL, 0) : NULL;
 	if (ASSERT_NOT_NULL(j, "the document is JSON")) {
@@ -251,11 +251,20 @@ TEST(TIER_UNIT, outbox_survives_retention_and_ships_whole)
 	json_free(j);
 	free(doc);
 
-	store__set_outbox(s, true);
+	store__set_outbox(s, STORE_Q_FLEET, true);
 	ASSERT_OK(store__retain(s, 1, 1024), "retention with a sink");
 	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 1, "only the waiting one stays");
-	ASSERT_OK(store__outbox_done(s, tids[0], false), "shipped");
-	ASSERT_EQ(store__outbox(s, 0, tids, 8), 0, "none waits");
+	ASSERT_OK(store__outbox_done(s, STORE_Q_FLEET, tids[0], false), "shipped");
+	ASSERT_EQ(store__outbox(s, STORE_Q_FLEET, 0, tids, 8), 0, "none waits");
+	/* Waiting for the OTLP collector only: kept too, while an endpoint is set. */
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "open");
+	sqlite3_exec(db, "UPDATE tasks SET otlp = 1 WHERE tid = 1", NULL, NULL, NULL);
+	sqlite3_close(db);
+	store__set_outbox(s, STORE_Q_OTLP, true);
+	ASSERT_OK(store__retain(s, 1, 1024), "retention with an endpoint");
+	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 1, "kept for the collector");
+	ASSERT_EQ(store__outbox(s, STORE_Q_OTLP, 0, tids, 8), 1, "it waits for the collector");
+	ASSERT_OK(store__outbox_done(s, STORE_Q_OTLP, tids[0], false), "sent");
 	ASSERT_OK(store__retain(s, 1, 1024), "retention again");
 	ASSERT_EQ(count_rows(path, "SELECT COUNT(*) FROM tasks"), 0, "then it goes too");
 	store__close(s);
@@ -290,21 +299,37 @@ TEST(TIER_UNIT, sink_backoff_is_the_sinks_own)
 
 	if (!ASSERT_NOT_NULL(s, "a store"))
 		return;
-	ASSERT_OK(store__sink_name(s, a), "named before any round");
-	ASSERT_OK(store__sink_state(s, &st), "state");
+	ASSERT_OK(store__sink_name(s, STORE_Q_FLEET, a), "named before any round");
+	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "state");
 	ASSERT_TRUE(!strcmp(st.sink, a) && !st.error[0] && !st.failures, "named, no error");
-	ASSERT_OK(store__sink_note(s, a, "cannot connect", 4000000000000000000ULL, 0), "a failure");
-	ASSERT_OK(store__sink_note(s, a, "cannot connect", 4000000000000000001ULL, 0), "another");
-	ASSERT_OK(store__sink_name(s, a), "the same sink again (a reload)");
-	ASSERT_OK(store__sink_state(s, &st), "state");
+	ASSERT_OK(
+		store__sink_note(s, STORE_Q_FLEET, a, "cannot connect", 4000000000000000000ULL, 0),
+		"a failure");
+	ASSERT_OK(
+		store__sink_note(s, STORE_Q_FLEET, a, "cannot connect", 4000000000000000001ULL, 0),
+		"another");
+	ASSERT_OK(store__sink_name(s, STORE_Q_FLEET, a), "the same sink again (a reload)");
+	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "state");
 	ASSERT_EQ(st.failures, 2, "its failures kept");
 	ASSERT_EQ(st.next_try_ns, 4000000000000000001ULL, "its backoff kept");
 	ASSERT_TRUE(!strcmp(st.error, "cannot connect"), "its error kept");
-	ASSERT_OK(store__sink_name(s, b), "another sink");
-	ASSERT_OK(store__sink_state(s, &st), "state");
+	ASSERT_OK(store__sink_name(s, STORE_Q_FLEET, b), "another sink");
+	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "state");
 	ASSERT_TRUE(!strcmp(st.sink, b) && !st.error[0], "the new one, no error");
 	ASSERT_EQ(st.failures, 0, "no failures");
 	ASSERT_EQ(st.next_try_ns, 0, "no backoff");
+	/* The OTLP collector's shipper keeps its own state: the fleet's failures are not its. */
+	ASSERT_OK(store__sink_note(s, STORE_Q_FLEET, b, "down", 4000000000000000000ULL, 0),
+		  "fleet");
+	ASSERT_OK(store__sink_name(s, STORE_Q_OTLP, "http://127.0.0.1:4318"), "an endpoint");
+	ASSERT_OK(store__sink_note(s, STORE_Q_OTLP, "http://127.0.0.1:4318", NULL, 0, 3), "3 sent");
+	ASSERT_OK(store__sink_state(s, STORE_Q_OTLP, &st), "the collector's state");
+	ASSERT_TRUE(!strcmp(st.sink, "http://127.0.0.1:4318") && !st.error[0], "its own name");
+	ASSERT_EQ(st.failures, 0, "none of the fleet's failures");
+	ASSERT_EQ(st.shipped, 3, "its own count");
+	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "the fleet's state");
+	ASSERT_EQ(st.shipped, 0, "not the collector's count");
+	ASSERT_EQ(st.failures, 1, "its own failure");
 	store__close(s);
 }
 

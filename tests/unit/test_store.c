@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "model/rules.h"
 #include "model/series.h"
+#include "store/otlp_sink.h"
 #include "store/store.h"
 #include "testutil.h"
 
@@ -124,6 +125,47 @@ TEST(TIER_UNIT, config_lines)
 			CHECK(config__parse(&c, "t.conf", bad[i]) == -EINVAL, "refused: %s",
 			      bad[i]);
 	}
+}
+
+/* otlp_endpoint: an http(s) base URL without credentials or query; the header lines. */
+TEST(TIER_UNIT, otlp_config_and_header_lines)
+{
+	static const char *const bad[] = {
+		"otlp_endpoint = ftp://h:4318\n",
+		"otlp_endpoint = http://\n",
+		"otlp_endpoint = http://u:pw@h:4318\n",
+		"otlp_endpoint = https://h/v1?x=1\n",
+		"otlp_endpoint = h:4318\n",
+		"otlp_metrics = yes\n",
+		"otlp_headers_file = relative\n",
+	};
+	struct config c;
+	char out[128];
+
+	config__defaults(&c);
+	ASSERT_STREQ(c.otlp_endpoint, "", "off by default");
+	ASSERT_FALSE(c.otlp_metrics, "metrics opt-in");
+	ASSERT_OK(config__parse(
+			  &c, "t.conf",
+			  "otlp_endpoint = https://otel.example:4318/base/\n"
+			  "otlp_headers_file = /etc/taskprobe/otlp-headers\notlp_metrics = true\n"),
+		  "an endpoint, a headers file, metrics on");
+	ASSERT_STREQ(c.otlp_endpoint, "https://otel.example:4318/base/", "the endpoint");
+	ASSERT_STREQ(c.otlp_headers_file, "/etc/taskprobe/otlp-headers", "the headers file");
+	ASSERT_TRUE(c.otlp_metrics, "metrics on");
+	ASSERT_OK(config__parse(&c, "t.conf", "otlp_endpoint = off\n"), "off");
+	ASSERT_STREQ(c.otlp_endpoint, "", "off again");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(config__parse(&c, "t.conf", bad[i]) == -EINVAL, "refused: %s", bad[i]);
+
+	ASSERT_OK(otlp_header_line("Authorization:  Bearer a b", out, sizeof(out)), "a header");
+	ASSERT_STREQ(out, "Authorization: Bearer a b", "spaces after the colon dropped");
+	ASSERT_EQ(otlp_header_line("No colon", out, sizeof(out)), -1, "no colon");
+	ASSERT_EQ(otlp_header_line(": v", out, sizeof(out)), -1, "no name");
+	ASSERT_EQ(otlp_header_line("Bad Name: v", out, sizeof(out)), -1, "a space in the name");
+	ASSERT_EQ(otlp_header_line("X-Empty:", out, sizeof(out)), -1, "no value");
+	ASSERT_EQ(otlp_header_line("X: a\x01b", out, sizeof(out)), -1, "a control character");
+	ASSERT_EQ(otlp_header_line("X: 0123456789", out, 8), -1, "too long");
 }
 
 /* Config and rules files are read whole, with one size limit; a larger one is refused. */

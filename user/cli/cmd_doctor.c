@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 #include "base/conninfo.h"
-#include "base/conninfo.h"
 #include "base/util.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "collector/cgroup.h"
 #include "collector/collector.h"
 #include "model/config.h"
+#include "store/otlp_sink.h"
+#include "store/ship.h"
 #include "store/sink.h"
 #include "store/spool.h"
 #include "store/store.h"
@@ -93,7 +94,7 @@ static int sink_check_fill(struct check *c, const char *config)
 	if (conninfo_check(cfg.sink, name, sizeof(name), c->detail, sizeof(c->detail)))
 		return 0;
 	s = store__open(env && *env ? env : cfg.db, false, cfg.db_gid);
-	if (!s || store__sink_state(s, &st)) {
+	if (!s || store__sink_state(s, STORE_Q_FLEET, &st)) {
 		snprintf(c->detail, sizeof(c->detail), "%s: the local store cannot be read", name);
 		store__close(s);
 		return 0;
@@ -113,6 +114,52 @@ static int sink_check_fill(struct check *c, const char *config)
 		tp_fmt_time(last, sizeof(last), st.shipped_ns);
 	snprintf(c->detail, sizeof(c->detail),
 		 "%s: %s; %ld waiting, %ld refused, %ld shipped (last %s)%s%s", name, now,
+		 st.waiting, st.refused, st.shipped, last, st.error[0] ? "; last error: " : "",
+		 st.error);
+	return 0;
+}
+
+/*
+ * The OpenTelemetry collector: off, or whether it answers an empty export now, and
+ * the backlog, last send and last error the shippers recorded. -1: a bad config.
+ */
+static int otlp_check_fill(struct check *c, const char *config)
+{
+	const char *env = getenv("TASKPROBE_DB");
+	char last[40] = "never", now[560];
+	struct store_sink_state st;
+	struct otlp_sink k;
+	struct config cfg;
+	struct store *s;
+
+	*c = (struct check){ "otlp", false, false, "", NULL };
+	if (config__read(&cfg, config))
+		return -1;
+	if (!cfg.otlp_endpoint[0]) {
+		snprintf(c->detail, sizeof(c->detail),
+			 "off: no OpenTelemetry export ('otlp_endpoint =')");
+		return 0;
+	}
+	s = store__open(env && *env ? env : cfg.db, false, cfg.db_gid);
+	if (!s || store__sink_state(s, STORE_Q_OTLP, &st)) {
+		snprintf(c->detail, sizeof(c->detail), "%s: the local store cannot be read",
+			 cfg.otlp_endpoint);
+		store__close(s);
+		return 0;
+	}
+	store__close(s);
+	/* An empty export: the collector's answer, and no data made. */
+	if (otlp_sink__open(&k, cfg.otlp_endpoint, cfg.otlp_headers_file, 5) ||
+	    otlp_sink__post(&k, "/v1/traces", "{}"))
+		snprintf(now, sizeof(now), "%s", k.err);
+	else
+		snprintf(now, sizeof(now), "answers");
+	c->ok = !st.error[0] && !st.refused && !strcmp(now, "answers");
+	otlp_sink__close(&k);
+	if (st.shipped_ns)
+		tp_fmt_time(last, sizeof(last), st.shipped_ns);
+	snprintf(c->detail, sizeof(c->detail),
+		 "%s: %s; %ld waiting, %ld refused, %ld sent (last %s)%s%s", k.name, now,
 		 st.waiting, st.refused, st.shipped, last, st.error[0] ? "; last error: " : "",
 		 st.error);
 	return 0;
@@ -155,7 +202,7 @@ static bool fs_is(const char *path, unsigned long magic)
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct check c[12];
+	struct check c[13];
 	struct collector *col;
 	char mnt[4096];
 	struct utsname u;
@@ -239,6 +286,9 @@ int cmd_doctor(int argc, char **argv)
 	n++;
 
 	if (sink_check_fill(&c[n], config))
+		return 2;
+	n++;
+	if (otlp_check_fill(&c[n], config))
 		return 2;
 	n++;
 	if (spool_check_fill(&c[n], config))

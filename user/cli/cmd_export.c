@@ -45,6 +45,8 @@ const char export_usage[] =
 	"                graph, memory, disk and network as counters\n"
 	"  otlp          the task as an OpenTelemetry trace, OTLP/JSON (an\n"
 	"                ExportTraceServiceRequest: POST it to a collector's /v1/traces)\n"
+	"  otlp-metrics  the task's figures as OTLP metrics, OTLP/JSON (an\n"
+	"                ExportMetricsServiceRequest, for a collector's /v1/metrics)\n"
 	"  openmetrics   the task's figures as an OpenMetrics text file, one gauge a line,\n"
 	"                each phase's labelled by phase (GitLab's artifacts:reports:metrics)\n"
 	"  -o FILE       write FILE (whole, or not at all) instead of standard output\n";
@@ -57,10 +59,12 @@ enum export_format {
 	EXPORT_FIREFOX,
 	EXPORT_OPENMETRICS,
 	EXPORT_OTLP,
+	EXPORT_OTLP_METRICS,
 };
 
 static const char *const format_names[] = {
-	"chrome-trace", "csv", "json", "perfherder", "firefox-profiler", "openmetrics", "otlp",
+	"chrome-trace",	    "csv",	   "json", "perfherder",
+	"firefox-profiler", "openmetrics", "otlp", "otlp-metrics",
 };
 
 struct export
@@ -304,6 +308,11 @@ static int write_export(FILE *f, void *ctx)
 
 		return otlp_write_traces(f, &in);
 	}
+	case EXPORT_OTLP_METRICS: {
+		struct otlp_input in = { x->rec, x->q->labels, x->q->nlabels, &x->q->cfg };
+
+		return otlp_write_metrics(f, &in);
+	}
 	case EXPORT_FIREFOX: {
 		struct report_input in = { x->rec, x->pts, x->n, x->q->labels, x->q->nlabels };
 
@@ -362,7 +371,7 @@ int cmd_export(int argc, char **argv)
 		tp_err("export: %s; see 'taskprobe export --help'",
 		       optind != argc - 1 ? "one task id, please"
 		       : format		  ? "--format is chrome-trace, csv, json, perfherder, "
-					    "firefox-profiler, openmetrics or otlp"
+					    "firefox-profiler, openmetrics, otlp or otlp-metrics"
 					  : "--format FORMAT is required");
 		return 2;
 	}

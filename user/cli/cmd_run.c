@@ -695,25 +695,27 @@ static struct store *open_store(struct run_opts *o, const struct config *cfg, ch
 	tp_catch(NULL, 0);
 	if (!store && !why[0])
 		snprintf(why, len, "%s cannot be opened", path);
-	if (store)
-		store__set_outbox(store, cfg->sink[0] != '\0');
+	for (int q = 0; store && q < STORE_QUEUES; q++)
+		store__set_outbox(store, q, ship_configured(q, cfg));
 	return store;
 }
 
 /*
- * The task is stored: it goes to the fleet now, with what waited before it, within
- * a few seconds; what does not fit, or fails, waits for the next run or the daemon.
+ * The task is stored: it goes to the fleet and the OTLP collector now, with what
+ * waited before it, within a few seconds each; what does not fit, or fails, waits
+ * for the next run or the daemon.
  */
-static void ship_at_end(struct store *store, const struct config *cfg)
+static void ship_at_end(struct store *store, enum store_queue q, const struct config *cfg)
 {
 	struct ship_result res;
 
-	if (ship_round(store, cfg, SHIP_AT_END_MAX, SHIP_AT_END_NS, false, &res))
-		tp_err("sink %s: %s; %ld task%s kept locally, to be shipped later", res.sink,
-		       res.error, res.waiting, res.waiting == 1 ? "" : "s");
+	if (ship_round(store, q, cfg, SHIP_AT_END_MAX, SHIP_AT_END_NS, false, &res))
+		tp_err("%s %s: %s; %ld task%s kept locally, to be shipped later", ship_queue_key(q),
+		       res.sink, res.error, res.waiting, res.waiting == 1 ? "" : "s");
 	else if (res.skipped && res.waiting)
-		tp_err("sink %s: retrying later after '%s'; %ld task%s kept locally", res.sink,
-		       res.error, res.waiting, res.waiting == 1 ? "" : "s");
+		tp_err("%s %s: retrying later after '%s'; %ld task%s kept locally",
+		       ship_queue_key(q), res.sink, res.error, res.waiting,
+		       res.waiting == 1 ? "" : "s");
 }
 
 /* Why the BPF collector could not be loaded, and the fix. */
@@ -935,8 +937,9 @@ static void store_record(struct run_state *st, struct store *store, const struct
 	n = spool__drain(store, st->s.p.db_path, SPOOL_AT_END_MAX, SPOOL_AT_END_NS);
 	if (n > 0)
 		tp_debug("%d spooled task%s stored", n, n == 1 ? "" : "s");
-	if (cfg->sink[0])
-		ship_at_end(store, cfg);
+	for (int q = 0; q < STORE_QUEUES; q++)
+		if (ship_configured(q, cfg))
+			ship_at_end(store, q, cfg);
 }
 
 static int run_task(struct run_opts *o)

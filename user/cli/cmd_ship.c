@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* `taskprobe ship`: send the local outbox to the config's sink now. */
+/* `taskprobe ship`: send the local outboxes to the config's sink and OTLP collector now. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,23 +15,53 @@
 
 static const char ship_usage[] =
 	"usage: taskprobe ship [--config PATH] [--db PATH] [--max N] [--backfill] [--refused]\n"
-	"Sends the stored tasks that wait for the config's sink (a fleet PostgreSQL) now,\n"
-	"oldest first, whatever the backoff; the daemon and each run do it on their own.\n"
-	"With sink_retain_days, the fleet's tasks older than that go after (as the daemon's\n"
-	"do hourly).\n"
-	"  --max N         at most N tasks (default: all)\n"
-	"  --backfill      the tasks stored before the sink was configured go too\n"
-	"  --refused       the tasks the fleet refused go again (once it is fixed)\n";
+	"Sends the stored tasks that wait for the config's sink (a fleet PostgreSQL) and\n"
+	"its otlp_endpoint (an OpenTelemetry collector) now, oldest first, whatever the\n"
+	"backoff; the daemon and each run do it on their own. With sink_retain_days, the\n"
+	"fleet's tasks older than that go after (as the daemon's do hourly).\n"
+	"  --max N         at most N tasks to each (default: all)\n"
+	"  --backfill      the tasks stored before the sink or endpoint was configured go too\n"
+	"  --refused       the tasks the fleet or the collector refused go again (once fixed)\n";
 
 /* --backfill or --refused: those tasks wait (again), and how many is said. */
-static int requeue(struct store *s, bool refused, const char *which, const char *when)
+static int requeue(struct store *s, enum store_queue q, bool refused)
 {
-	int n = store__outbox_backfill(s, refused);
+	int n = store__outbox_backfill(s, q, refused);
+	const char *key = ship_queue_key(q);
 
 	if (n < 0)
 		return -1;
-	printf("%d task%s %s wait%s %s\n", n, n == 1 ? "" : "s", which, n == 1 ? "s" : "", when);
+	if (refused)
+		printf("%d task%s refused by the %s wait%s again\n", n, n == 1 ? "" : "s", key,
+		       n == 1 ? "s" : "");
+	else
+		printf("%d task%s stored before the %s wait%s too\n", n, n == 1 ? "" : "s", key,
+		       n == 1 ? "s" : "");
 	return 0;
+}
+
+/* One queue's round, forced, and its line: 0, or 1 when it failed or refused any. */
+static int ship_one(struct store *s, enum store_queue q, const struct config *cfg, long max,
+		    bool backfill, bool refused)
+{
+	struct ship_result res;
+
+	if ((backfill && requeue(s, q, false)) || (refused && requeue(s, q, true)))
+		return 1;
+	if (ship_round(s, q, cfg, max, 0, true, &res)) {
+		tp_err("%s %s: %s; %ld task%s kept locally", ship_queue_key(q), res.sink, res.error,
+		       res.waiting, res.waiting == 1 ? "" : "s");
+		return 1;
+	}
+	if (q == STORE_Q_FLEET)
+		printf("shipped %ld task%s to %s (%ld already there, %ld refused); %ld waiting\n",
+		       res.shipped, res.shipped == 1 ? "" : "s", res.sink, res.resent, res.refused,
+		       res.waiting);
+	else
+		printf("sent %ld task%s to the collector %s (%ld refused); %ld waiting\n",
+		       res.shipped, res.shipped == 1 ? "" : "s", res.sink, res.refused,
+		       res.waiting);
+	return res.refused ? 1 : 0;
 }
 
 /* With sink_retain_days, the fleet's old tasks go too: said in one line. */
@@ -93,7 +123,6 @@ int cmd_ship(int argc, char **argv)
 		.ctx = &a,
 	};
 	const char *config, *db, *env = getenv("TASKPROBE_DB");
-	struct ship_result res;
 	struct shared_opts so;
 	struct config cfg;
 	struct store *s;
@@ -116,30 +145,23 @@ int cmd_ship(int argc, char **argv)
 	}
 	if (config__read(&cfg, config))
 		return 2;
-	if (!cfg.sink[0]) {
-		tp_err("ship: no sink in %s: add 'sink = postgresql://USER@HOST/DB'",
+	if (!cfg.sink[0] && !cfg.otlp_endpoint[0]) {
+		tp_err("ship: neither a sink nor an otlp_endpoint in %s: add 'sink = "
+		       "postgresql://USER@HOST/DB' or 'otlp_endpoint = http://HOST:4318'",
 		       config ? config : TP_DEFAULT_CONFIG);
 		return 1;
 	}
 	s = store__open(db ? db : env && *env ? env : cfg.db, true, cfg.db_gid);
 	if (!s)
 		return 1;
-	store__set_outbox(s, true);
-	if ((backfill && requeue(s, false, "stored before the sink now", "too")) ||
-	    (refused && requeue(s, true, "the fleet refused", "again"))) {
-		store__close(s);
-		return 1;
-	}
-	rc = ship_round(s, &cfg, (long)max, 0, true, &res);
-	if (rc)
-		tp_err("sink %s: %s; %ld task%s kept locally", res.sink, res.error, res.waiting,
-		       res.waiting == 1 ? "" : "s");
-	else
-		printf("shipped %ld task%s to %s (%ld already there, %ld refused); %ld waiting\n",
-		       res.shipped, res.shipped == 1 ? "" : "s", res.sink, res.resent, res.refused,
-		       res.waiting);
+	rc = 0;
+	for (int q = 0; q < STORE_QUEUES; q++)
+		store__set_outbox(s, q, ship_configured(q, &cfg));
+	for (int q = 0; q < STORE_QUEUES; q++)
+		if (ship_configured(q, &cfg))
+			rc |= ship_one(s, q, &cfg, (long)max, backfill, refused);
 	store__close(s);
-	if (!rc && prune(&cfg))
+	if (cfg.sink[0] && prune(&cfg))
 		rc = 1;
-	return rc || res.refused ? 1 : 0;
+	return rc;
 }

@@ -5,6 +5,8 @@
 
 #include "base/util.h"
 #include "cli/commands.h"
+#include "store/ship.h"
+#include "view/otlp.h"
 
 struct command {
 	const char *name;
@@ -23,8 +25,8 @@ static const struct command commands[] = {
 	{ "task", cmd_task, "start or end a worker's own cgroup as a task of the daemon" },
 	{ "top", cmd_top, "a live table of the running tasks" },
 	{ "report", cmd_report, "a stored task as one self-contained HTML file, or Markdown" },
-	{ "export", cmd_export, "a stored task as chrome-trace, csv, json or perfherder" },
-	{ "ship", cmd_ship, "send the stored tasks that wait for the fleet's PostgreSQL" },
+	{ "export", cmd_export, "a stored task for other tools: Perfetto, Treeherder, OTLP, ..." },
+	{ "ship", cmd_ship, "send the stored tasks that wait for the fleet or the OTLP collector" },
 	{ "doctor", cmd_doctor, "check what this host has and lacks for taskprobe" },
 	{ "phase", cmd_phase, "inside a task: begin or end a phase" },
 	{ "emit", cmd_emit, "inside a task: send a counter, gauge or timer" },
@@ -80,5 +82,7 @@ int main(int argc, char **argv)
 		tp_err("unknown command '%.64s'; see 'taskprobe --help'", argv[1]);
 		return 2;
 	}
+	/* The shippers of run, daemon and ship send the OTLP documents the view builds. */
+	ship_set_otlp_doc(otlp_task_docs);
 	return cmd->fn(argc - 1, argv + 1);
 }

@@ -157,6 +157,26 @@ static int key_api_token(struct config *c, const char *val, const char **why)
 		       : set_str(c->api_token, sizeof(c->api_token), val);
 }
 
+/*
+ * http:// or https://, a host, an optional port and path; no user or password (a
+ * secret goes in otlp_headers_file), no query. "off": none.
+ */
+static int key_otlp_endpoint(struct config *c, const char *val, const char **why)
+{
+	const char *rest = !strncmp(val, "http://", 7)	  ? val + 7
+			   : !strncmp(val, "https://", 8) ? val + 8
+							  : NULL;
+	size_t host = rest ? strcspn(rest, "/") : 0;
+
+	if (!strcmp(val, "off")) {
+		c->otlp_endpoint[0] = '\0';
+		return 0;
+	}
+	if (!rest || !host || memchr(rest, '@', host) || strpbrk(val, "?# "))
+		return -EINVAL;
+	return set_str(c->otlp_endpoint, sizeof(c->otlp_endpoint), val);
+}
+
 static int key_sink(struct config *c, const char *val, const char **why)
 {
 	static char sink_why[320] = "sink: ";
@@ -259,6 +279,12 @@ static const struct config_key {
 	INT(spool_max_mb, 1, 1048576, "spool_max_mb takes whole MiB from 1 to 1048576"),
 	BOOL(strict),
 	BOOL(keep_tasks),
+	FN("otlp_endpoint", key_otlp_endpoint,
+	   "otlp_endpoint takes an OTLP/HTTP base URL (http://HOST:4318 or https://...; "
+	   "no user, password or query: headers go in otlp_headers_file), or off"),
+	PATH(otlp_headers_file, "otlp_headers_file takes the absolute path of a file of "
+				"'Name: value' lines (mode 0600)"),
+	BOOL(otlp_metrics),
 	FN("perfherder_framework", key_perfherder_framework,
 	   "perfherder_framework takes the name of a framework Treeherder has registered "
 	   "([a-z0-9_-], at most 63): its artifacts of another are dropped"),

@@ -42,14 +42,24 @@
 #define SPOOL_DRAIN_MAX 20
 #define SPOOL_DRAIN_NS (200ULL * 1000 * 1000)
 
-/* The sink of d->cfg: the outbox on, and its shipper (re)started; off: neither. */
+/*
+ * The sink and otlp_endpoint of d->cfg: each one's outbox on, and the shipper
+ * (re)started while either is set; neither: no shipper.
+ */
 static void apply_sink(struct daemon *d)
 {
+	bool any = false;
+
 	shipper__stop(&d->ship);
-	store__set_outbox(d->store, d->cfg.sink[0] != '\0');
-	if (d->cfg.sink[0])
-		ship_name_sink(d->store, &d->cfg);
-	if (d->cfg.sink[0] && shipper__start(&d->ship, d->db, &d->cfg))
+	for (int q = 0; q < STORE_QUEUES; q++) {
+		bool on = ship_configured(q, &d->cfg);
+
+		store__set_outbox(d->store, q, on);
+		if (on)
+			ship_name_sink(d->store, q, &d->cfg);
+		any |= on;
+	}
+	if (any && shipper__start(&d->ship, d->db, &d->cfg))
 		tp_err("cannot start the shipper: %s; tasks wait in the outbox", strerror(errno));
 }
 
@@ -265,9 +275,13 @@ static void reload(struct daemon *d)
 		tp_err("warning: max_tasks = %d takes effect at a restart of the daemon; %d until "
 		       "then",
 		       cfg.max_tasks, d->max_tasks);
-	bool sink_changed = strcmp(cfg.sink, d->cfg.sink) ||
-			    strcmp(cfg.sink_passfile, d->cfg.sink_passfile) ||
-			    cfg.sink_retain_days != d->cfg.sink_retain_days;
+	bool sink_changed =
+		strcmp(cfg.sink, d->cfg.sink) || strcmp(cfg.sink_passfile, d->cfg.sink_passfile) ||
+		cfg.sink_retain_days != d->cfg.sink_retain_days ||
+		strcmp(cfg.otlp_endpoint, d->cfg.otlp_endpoint) ||
+		strcmp(cfg.otlp_headers_file, d->cfg.otlp_headers_file) ||
+		cfg.otlp_metrics != d->cfg.otlp_metrics || cfg.notlp_attrs != d->cfg.notlp_attrs ||
+		memcmp(cfg.otlp_attrs, d->cfg.otlp_attrs, sizeof(cfg.otlp_attrs));
 
 	d->cfg = cfg;
 	free(d->config_text);

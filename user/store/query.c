@@ -108,6 +108,21 @@ int query_task__load(struct query_task *q, const char *db, const char *config, c
 	return 0;
 }
 
+int query_task__of(struct query_task *q, struct store *s, __s64 tid)
+{
+	int err;
+
+	memset(q, 0, sizeof(*q));
+	q->st.tid = tid;
+	err = store__task_record(s, tid, &q->st.record);
+	if (err)
+		return err;
+	q->rec = json_parse(q->st.record, strlen(q->st.record), NULL, 0);
+	if (!q->rec)
+		return -EINVAL;
+	return store__labels(s, tid, on_label, q) ? -EIO : 0;
+}
+
 void query_task__free(struct query_task *q)
 {
 	for (int i = 0; i < q->nlabels; i++) {

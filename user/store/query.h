@@ -59,6 +59,12 @@ int query_task__load(struct query_task *q, const char *db, const char *config, c
 int query_find_task(struct store *s, const char *id, const char *host, struct store_task *t,
 		    const char *who);
 void query_task__free(struct query_task *q);
+/*
+ * The ended task tid of the open local store s, its record and labels (not its
+ * series), as the shippers read it: 0, or -errno (-ENOENT: no record). q does not own
+ * s; query_task__free() in either case.
+ */
+int query_task__of(struct query_task *q, struct store *s, __s64 tid);
 /* One task of a list: id, host, status, start, start_ns, wall_ns, exit_status, cpu, command. */
 void query_json_task(struct jw *w, const struct store_task_row *r);
 /* A histogram as a member of an object (its name the key): unit, count, sum, p50, p99. */

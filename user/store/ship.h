@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The shipper: sends the local store's outbox to the config's sink, a task per
- * transaction, oldest first, and marks each one shipped once the fleet has it. A
- * failed round backs off (1 s, doubling to 60 s), recorded in the store so that
- * every shipper of the host (the daemon's, each embedded run's) waits alike.
+ * The shipper: sends each of the local store's outboxes to its destination, the
+ * config's sink (the fleet's PostgreSQL, a task per transaction) and its otlp_endpoint
+ * (an OpenTelemetry collector, a task per request), oldest first, and marks each task
+ * shipped once the destination has it. A failed round backs off (1 s, doubling to
+ * 60 s), recorded in the store so that every shipper of the host (the daemon's, each
+ * embedded run's) waits alike.
  */
 #ifndef TP_SHIP_H
 #define TP_SHIP_H
@@ -29,15 +31,28 @@ struct ship_result {
 };
 
 /*
- * One round: at most max tasks (0: all) within budget_ns (0: no limit); force
- * ignores the backoff. 0 when the outbox emptied or the budget ran out, -1 when the
- * sink failed (res->error).
+ * One round of queue q: at most max tasks (0: all) within budget_ns (0: no limit);
+ * force ignores the backoff. 0 when the outbox emptied or the budget ran out, -1 when
+ * the destination failed (res->error).
  */
-int ship_round(struct store *local, const struct config *cfg, long max, __u64 budget_ns, bool force,
-	       struct ship_result *res);
+int ship_round(struct store *local, enum store_queue q, const struct config *cfg, long max,
+	       __u64 budget_ns, bool force, struct ship_result *res);
 
-/* Names cfg's sink in the local store before any round: 0, or -1 if it is not one. */
-int ship_name_sink(struct store *local, const struct config *cfg);
+/* Names q's destination in the local store before any round: 0, or -1 if it is not one. */
+int ship_name_sink(struct store *local, enum store_queue q, const struct config *cfg);
+/* Whether cfg has q's destination (a sink, an otlp_endpoint). */
+bool ship_configured(enum store_queue q, const struct config *cfg);
+/* The config key of q's destination, as messages name it: "sink", "otlp_endpoint". */
+const char *ship_queue_key(enum store_queue q);
+
+/*
+ * A task's OTLP/JSON documents from the local store: its trace, and its metrics when
+ * metrics is not NULL (otlp_metrics). 0, or -errno. The view layer builds them; the
+ * command line gives the builder to the shipper before any round.
+ */
+typedef int (*ship_otlp_doc_fn)(struct store *local, __s64 tid, const struct config *cfg,
+				char **traces, char **metrics);
+void ship_set_otlp_doc(ship_otlp_doc_fn fn);
 
 struct prune_result {
 	long pruned; /* tasks deleted from the fleet */
@@ -54,7 +69,7 @@ struct prune_result {
  */
 int ship_prune(const struct config *cfg, __u64 budget_ns, struct prune_result *res);
 
-/* The daemon's shipper: a thread with its own connection to the store. */
+/* The daemon's shipper of every configured queue: a thread with its own connection to the store. */
 struct shipper {
 	pthread_t thread;
 	pthread_mutex_t mu;

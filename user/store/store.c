@@ -227,9 +227,9 @@ bool store__is_fleet(const struct store *s)
 	return s->ops->read_only;
 }
 
-void store__set_outbox(struct store *s, bool on)
+void store__set_outbox(struct store *s, enum store_queue q, bool on)
 {
-	s->outbox = on;
+	s->outbox[q] = on;
 }
 
 int store__create_at_version(const char *path, int n)

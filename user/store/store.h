@@ -15,7 +15,7 @@
 
 #include "store/store_api.h"
 
-#define STORE_SCHEMA 4
+#define STORE_SCHEMA 5
 /* The status of a running task whose collector is gone (it holds no lock). */
 #define STORE_LOST "lost"
 
@@ -38,10 +38,10 @@ struct store *store__open_fleet(const char *conninfo, const char *passfile);
 /* True for a fleet's store: its tasks come from many hosts. */
 bool store__is_fleet(const struct store *s);
 /*
- * With a sink configured: every task that ends, or is found lost, waits in the
- * outbox for the shipper, and retention never deletes a waiting one.
+ * With q's destination configured: every task that ends, or is found lost, waits in
+ * q's outbox for the shipper, and retention never deletes a waiting one.
  */
-void store__set_outbox(struct store *s, bool on);
+void store__set_outbox(struct store *s, enum store_queue q, bool on);
 /* Writes the task's row (status running) with its labels; takes its liveness lock. */
 int store__task_begin(struct store *s, const struct task_record *t, const struct label *host_labels,
 		      int nhost, __s64 *tid);
@@ -116,15 +116,17 @@ int store__totals(struct store *s, const char *label, store_total_fn fn, void *c
 /* How many stored tasks have each status. */
 int store__statuses(struct store *s, store_status_fn fn, void *ctx);
 
-/* The outbox: up to n waiting tasks after tid after, oldest first; how many, or -EIO. */
-int store__outbox(struct store *s, __s64 after, __s64 *tids, int n);
+/* q's outbox: up to n waiting tasks after tid after, oldest first; how many, or -EIO. */
+int store__outbox(struct store *s, enum store_queue q, __s64 after, __s64 *tids, int n);
 /*
- * Every ended task stored before a sink was configured waits too (refused: every task
- * the fleet refused waits again instead): how many, or -EIO.
+ * Every ended task stored before q's destination was configured waits too (refused:
+ * every task it refused waits again instead): how many, or -EIO.
  */
-int store__outbox_backfill(struct store *s, bool refused);
-/* A task is in the fleet now (or the fleet refused its data: it waits no more). */
-int store__outbox_done(struct store *s, __s64 tid, bool refused);
+int store__outbox_backfill(struct store *s, enum store_queue q, bool refused);
+/* A task is at q's destination now (or it refused the data: it waits no more). */
+int store__outbox_done(struct store *s, enum store_queue q, __s64 tid, bool refused);
+/* An ended task's record as stored (JSON, the caller's to free): 0, -ENOENT or -EIO. */
+int store__task_record(struct store *s, __s64 tid, char **record);
 /*
  * One task whole, as the shipper sends it: a JSON object of its row (id, host,
  * command, status, exit_status, start_ns, wall_ns, record), labels, metrics,
@@ -132,31 +134,31 @@ int store__outbox_done(struct store *s, __s64 tid, bool refused);
  */
 int store__ship_doc(struct store *s, __s64 tid, char **doc);
 
-/* The shipper's state, kept in the store for doctor and /metrics. */
+/* A shipper's state, one per queue, kept in the store for doctor and /metrics. */
 struct store_sink_state {
-	char sink[256];		    /* the sink's name (no password) */
+	char sink[256];		    /* the destination's name (no password) */
 	char error[512];	    /* the last error, "" after a success */
 	__u64 error_ns, shipped_ns; /* realtime of the last error and the last shipped task */
 	__u64 next_try_ns;	    /* realtime before which shippers wait (backoff) */
 	long failures;		    /* consecutive failed rounds */
 	long shipped;		    /* tasks shipped since the store was made */
 	long waiting;		    /* the backlog */
-	long refused;		    /* tasks the fleet refused (their data), kept locally */
+	long refused;		    /* tasks it refused (their data), kept locally */
 };
 
-int store__sink_state(struct store *s, struct store_sink_state *st);
+int store__sink_state(struct store *s, enum store_queue q, struct store_sink_state *st);
 /*
  * After a round: error NULL for a success; else its message, with the time before
  * which shippers wait (0: none, as for a task the fleet refused).
  */
-int store__sink_note(struct store *s, const char *sink, const char *error, __u64 next_try_ns,
-		     long shipped);
+int store__sink_note(struct store *s, enum store_queue q, const char *sink, const char *error,
+		     __u64 next_try_ns, long shipped);
 
 /*
- * The configured sink, before its first round (so that doctor and /metrics show it);
- * a sink other than the last one starts afresh, without the old one's error or backoff.
+ * q's configured destination, before its first round (so that doctor and /metrics show
+ * it); one other than the last starts afresh, without the old one's error or backoff.
  */
-int store__sink_name(struct store *s, const char *sink);
+int store__sink_name(struct store *s, enum store_queue q, const char *sink);
 
 /* Applies the first n migrations only: makes a database of an older schema (tests). */
 int store__create_at_version(const char *path, int n);

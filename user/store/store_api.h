@@ -87,6 +87,12 @@ struct store_status_row {
 
 typedef int (*store_status_fn)(void *ctx, const struct store_status_row *row);
 
+/*
+ * The outboxes an ended task can wait in, each with its shipper's state: the fleet's
+ * PostgreSQL (the config's sink) and an OpenTelemetry collector (otlp_endpoint).
+ */
+enum store_queue { STORE_Q_FLEET, STORE_Q_OTLP, STORE_QUEUES };
+
 /* Metrics stored per remote host too (http.*, net.tcp.*, net.tx/rx_bytes). */
 bool store_remote_metric(const char *metric);
 

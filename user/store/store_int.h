@@ -25,7 +25,7 @@ struct store {
 	size_t nlocks, cap_locks;
 	gid_t gid;		     /* the group that may read it, or -1 */
 	mode_t mode;		     /* of its files: 0600, or 0640 with a group */
-	bool outbox;		     /* a sink is configured: ended tasks wait for the shipper */
+	bool outbox[STORE_QUEUES];   /* its destination is configured: ended tasks wait */
 	const struct store_ops *ops; /* SQLite's, or a fleet PostgreSQL's (queries only) */
 	void *be;		     /* the backend's state: this store for SQLite */
 };

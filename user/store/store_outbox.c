@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The SQLite store's side of the shipper: the outbox of tasks waiting for the fleet,
- * a task's document as shipped, and the shipper's state kept for doctor and /metrics.
+ * The SQLite store's side of the shippers: the outboxes of tasks waiting for the fleet
+ * and for an OTLP collector, a task's document as shipped, and each shipper's state
+ * kept for doctor and /metrics.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -17,16 +18,26 @@
 #include "store/store.h"
 #include "store/store_int.h"
 
-int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
+/* Each queue's column in tasks and its shipper's one-row table. */
+static const struct {
+	const char *col, *state;
+} queues[STORE_QUEUES] = {
+	[STORE_Q_FLEET] = { "ship", "sink_state" },
+	[STORE_Q_OTLP] = { "otlp", "otlp_state" },
+};
+
+int store__outbox(struct store *s, enum store_queue q, __s64 after, __s64 *tids, int n)
 {
 	sqlite3_stmt *st;
 	int got = 0, step = SQLITE_DONE;
+	char sql[128];
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	if (sqlite__prepare(s,
-			    "SELECT tid FROM tasks WHERE ship = 1 AND tid > ? ORDER BY tid LIMIT ?",
-			    &st))
+	snprintf(sql, sizeof(sql),
+		 "SELECT tid FROM tasks WHERE %s = 1 AND tid > ? ORDER BY tid LIMIT ?",
+		 queues[q].col);
+	if (sqlite__prepare(s, sql, &st))
 		return -EIO;
 	sqlite3_bind_int64(st, 1, after);
 	sqlite3_bind_int(st, 2, n);
@@ -36,26 +47,54 @@ int store__outbox(struct store *s, __s64 after, __s64 *tids, int n)
 	return step < 0 ? step : got;
 }
 
-int store__outbox_backfill(struct store *s, bool refused)
+int store__outbox_backfill(struct store *s, enum store_queue q, bool refused)
 {
+	const char *c = queues[q].col;
+	char sql[128];
 	int err;
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	err = sqlite__run(
-		s,
-		refused ? "UPDATE tasks SET ship = 1 WHERE ship = 2"
-			: "UPDATE tasks SET ship = 1 WHERE ship IS NULL AND status != 'running'",
-		"");
+	if (refused)
+		snprintf(sql, sizeof(sql), "UPDATE tasks SET %s = 1 WHERE %s = 2", c, c);
+	else
+		snprintf(sql, sizeof(sql),
+			 "UPDATE tasks SET %s = 1 WHERE %s IS NULL AND status != 'running'", c, c);
+	err = sqlite__run(s, sql, "");
 	return err ? err : sqlite3_changes(s->db);
 }
 
-int store__outbox_done(struct store *s, __s64 tid, bool refused)
+int store__outbox_done(struct store *s, enum store_queue q, __s64 tid, bool refused)
 {
+	char sql[96];
+
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	return sqlite__run(s, "UPDATE tasks SET ship = ? WHERE tid = ? AND ship = 1", "ii",
-			   (long long)(refused ? 2 : 0), (long long)tid);
+	snprintf(sql, sizeof(sql), "UPDATE tasks SET %s = ? WHERE tid = ? AND %s = 1",
+		 queues[q].col, queues[q].col);
+	return sqlite__run(s, sql, "ii", (long long)(refused ? 2 : 0), (long long)tid);
+}
+
+int store__task_record(struct store *s, __s64 tid, char **record)
+{
+	sqlite3_stmt *st;
+	int step;
+
+	*record = NULL;
+	if (s->ops->read_only)
+		return -EOPNOTSUPP; /* the shippers' read: the local store's */
+	if (sqlite__prepare(s, "SELECT record FROM tasks WHERE tid = ? AND record IS NOT NULL",
+			    &st))
+		return -EIO;
+	sqlite3_bind_int64(st, 1, tid);
+	step = sqlite__step(s, st);
+	if (step == SQLITE_ROW) {
+		*record = strdup(sqlite__col_text(st, 0));
+		if (!*record)
+			step = -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	return step == SQLITE_ROW ? 0 : step < 0 ? step : -ENOENT;
 }
 
 /* Writes the rows of sql (bound to tid) as JSON through row, into an open object or array. */
@@ -237,20 +276,22 @@ int store__ship_doc(struct store *s, __s64 tid, char **doc)
 	return err;
 }
 
-int store__sink_state(struct store *s, struct store_sink_state *ss)
+int store__sink_state(struct store *s, enum store_queue q, struct store_sink_state *ss)
 {
+	const char *c = queues[q].col;
 	sqlite3_stmt *st;
+	char sql[320];
 	int step;
 
 	memset(ss, 0, sizeof(*ss));
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: it has no outbox */
-	if (sqlite__prepare(
-		    s,
-		    "SELECT sink, error, error_ns, shipped_ns, next_try_ns, failures, shipped,"
-		    " (SELECT COUNT(*) FROM tasks WHERE ship = 1),"
-		    " (SELECT COUNT(*) FROM tasks WHERE ship = 2) FROM sink_state",
-		    &st))
+	snprintf(sql, sizeof(sql),
+		 "SELECT sink, error, error_ns, shipped_ns, next_try_ns, failures, shipped,"
+		 " (SELECT COUNT(*) FROM tasks WHERE %s = 1),"
+		 " (SELECT COUNT(*) FROM tasks WHERE %s = 2) FROM %s",
+		 c, c, queues[q].state);
+	if (sqlite__prepare(s, sql, &st))
 		return -EIO;
 	step = sqlite__step(s, st);
 	if (step == SQLITE_ROW) {
@@ -268,31 +309,35 @@ int store__sink_state(struct store *s, struct store_sink_state *ss)
 	return step < 0 ? step : 0;
 }
 
-int store__sink_name(struct store *s, const char *sink)
+int store__sink_name(struct store *s, enum store_queue q, const char *sink)
 {
+	char sql[160];
+
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	return sqlite__run(
-		s,
-		"UPDATE sink_state SET sink = ?1, error = NULL, next_try_ns = 0, failures = 0"
-		" WHERE sink IS NOT ?1",
-		"t", sink);
+	snprintf(sql, sizeof(sql),
+		 "UPDATE %s SET sink = ?1, error = NULL, next_try_ns = 0, failures = 0"
+		 " WHERE sink IS NOT ?1",
+		 queues[q].state);
+	return sqlite__run(s, sql, "t", sink);
 }
 
-int store__sink_note(struct store *s, const char *sink, const char *error, __u64 next_try_ns,
-		     long shipped)
+int store__sink_note(struct store *s, enum store_queue q, const char *sink, const char *error,
+		     __u64 next_try_ns, long shipped)
 {
 	__u64 now = tp_realtime_ns();
+	char sql[384];
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
 	/* An error with no retry time (a refused task) is said, without a backoff. */
-	return sqlite__run(
-		s,
-		"UPDATE sink_state SET sink = ?1, error = ?2,"
-		" error_ns = CASE WHEN ?2 IS NULL THEN error_ns ELSE ?3 END,"
-		" shipped_ns = CASE WHEN ?5 > 0 THEN ?3 ELSE shipped_ns END,"
-		" next_try_ns = ?4, failures = CASE WHEN ?4 > 0 THEN failures + 1 ELSE 0 END,"
-		" shipped = shipped + ?5",
-		"ttiii", sink, error, (long long)now, (long long)next_try_ns, (long long)shipped);
+	snprintf(sql, sizeof(sql),
+		 "UPDATE %s SET sink = ?1, error = ?2,"
+		 " error_ns = CASE WHEN ?2 IS NULL THEN error_ns ELSE ?3 END,"
+		 " shipped_ns = CASE WHEN ?5 > 0 THEN ?3 ELSE shipped_ns END,"
+		 " next_try_ns = ?4, failures = CASE WHEN ?4 > 0 THEN failures + 1 ELSE 0 END,"
+		 " shipped = shipped + ?5",
+		 queues[q].state);
+	return sqlite__run(s, sql, "ttiii", sink, error, (long long)now, (long long)next_try_ns,
+			   (long long)shipped);
 }

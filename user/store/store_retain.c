@@ -31,10 +31,12 @@ int store__mark_lost(struct store *s)
 		return err;
 	err = 0;
 	for (int i = 0; i < n && !err; i++)
-		err = sqlite__run(s,
-				  "UPDATE tasks SET status = 'lost', ship = CASE WHEN ? THEN 1 END "
-				  "WHERE tid = ?",
-				  "ii", (long long)s->outbox, (long long)dead[i]);
+		err = sqlite__run(
+			s,
+			"UPDATE tasks SET status = 'lost', ship = CASE WHEN ? THEN 1 END, "
+			"otlp = CASE WHEN ? THEN 1 END WHERE tid = ?",
+			"iii", (long long)s->outbox[STORE_Q_FLEET],
+			(long long)s->outbox[STORE_Q_OTLP], (long long)dead[i]);
 	return err ? err : n;
 }
 
@@ -61,18 +63,20 @@ int store__retain(struct store *s, int days, int max_mb)
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	/* With a sink, a task waiting for the shipper is never deleted. */
+	/* With a sink or an OTLP endpoint, a task waiting for its shipper is never deleted. */
 	err = sqlite__run(s,
 			  "DELETE FROM tasks WHERE start_ns < ? AND status != 'running' AND "
-			  "(NOT ? OR ship IS NOT 1)",
-			  "ii", (long long)cutoff, (long long)s->outbox);
+			  "(NOT ? OR ship IS NOT 1) AND (NOT ? OR otlp IS NOT 1)",
+			  "iii", (long long)cutoff, (long long)s->outbox[STORE_Q_FLEET],
+			  (long long)s->outbox[STORE_Q_OTLP]);
 	/* Oldest first, a hundred at a time, until the data fits or nothing more may go. */
 	for (int round = 0; !err && round < 1000 && used_bytes(s) > (__s64)max_mb << 20; round++) {
 		err = sqlite__run(s,
 				  "DELETE FROM tasks WHERE tid IN (SELECT tid FROM tasks WHERE "
 				  "status != 'running' AND (NOT ? OR ship IS NOT 1) "
-				  "ORDER BY start_ns LIMIT 100)",
-				  "i", (long long)s->outbox);
+				  "AND (NOT ? OR otlp IS NOT 1) ORDER BY start_ns LIMIT 100)",
+				  "ii", (long long)s->outbox[STORE_Q_FLEET],
+				  (long long)s->outbox[STORE_Q_OTLP]);
 		if (!err && !sqlite3_changes(s->db))
 			break;
 	}

@@ -46,6 +46,14 @@ static const char *const migrations[STORE_SCHEMA] = {
 	" next_try_ns INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,"
 	" shipped INTEGER NOT NULL DEFAULT 0);"
 	"INSERT INTO sink_state (one) VALUES (1);",
+	/* 5: the OTLP outbox (otlp: as ship, for otlp_endpoint) and its shipper's state */
+	"ALTER TABLE tasks ADD COLUMN otlp INTEGER;"
+	"CREATE INDEX tasks_otlp ON tasks(otlp, tid) WHERE otlp IS NOT NULL;"
+	"CREATE TABLE otlp_state (one INTEGER PRIMARY KEY CHECK (one = 1), sink TEXT,"
+	" error TEXT, error_ns INTEGER NOT NULL DEFAULT 0, shipped_ns INTEGER NOT NULL DEFAULT 0,"
+	" next_try_ns INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,"
+	" shipped INTEGER NOT NULL DEFAULT 0);"
+	"INSERT INTO otlp_state (one) VALUES (1);",
 };
 
 int sqlite__schema_version(struct store *s, int *v)

@@ -366,10 +366,12 @@ static int write_end(struct store *s, __s64 tid, const struct task_record *t)
 	}
 	err = sqlite__run(s,
 			  "UPDATE tasks SET status = ?, exit_status = ?, wall_ns = ?, "
-			  "record = ?, ship = CASE WHEN ? THEN 1 END WHERE tid = ?",
-			  "tiitii", task_status_names[t->end],
+			  "record = ?, ship = CASE WHEN ? THEN 1 END, otlp = CASE WHEN ? THEN 1 END"
+			  " WHERE tid = ?",
+			  "tiitiii", task_status_names[t->end],
 			  (long long)task_record__exit_status(t), (long long)t->wall_ns, record,
-			  (long long)s->outbox, (long long)tid);
+			  (long long)s->outbox[STORE_Q_FLEET], (long long)s->outbox[STORE_Q_OTLP],
+			  (long long)tid);
 	if (!err)
 		err = write_metrics(s, tid, record);
 	for (size_t i = 0; i < hist_descs_n && !err; i++)

@@ -470,27 +470,30 @@ static void prom_prog(void *ctx, const struct collector_prog_stat *st)
 	fprintf(pp->f, "%s{program=\"%s\"} %llu\n", pp->family, st->name, (unsigned long long)v);
 }
 
-/* The shipper's backlog and last error, once a sink has been configured. */
-static void prom_sink(struct prom *p, struct store *s)
+/*
+ * A shipper's backlog and last error, once its destination has been configured:
+ * taskprobe_sink_* for the fleet, taskprobe_otlp_* for the OpenTelemetry collector.
+ */
+static void prom_sink(struct prom *p, struct store *s, enum store_queue q)
 {
-	struct store_sink_state st;
 	static const struct {
 		const char *name, *type, *help;
 	} fam[] = {
-		{ "taskprobe_sink_backlog_tasks", "gauge",
-		  "stored tasks waiting to be shipped to the sink" },
-		{ "taskprobe_sink_refused_tasks", "gauge",
-		  "tasks the sink refused (their data), kept locally only" },
-		{ "taskprobe_sink_shipped_total", "counter", "tasks shipped to the sink" },
-		{ "taskprobe_sink_failures", "gauge", "consecutive failed shipping rounds" },
-		{ "taskprobe_sink_last_success_timestamp_seconds", "gauge",
-		  "when the last task was shipped" },
-		{ "taskprobe_sink_last_error_timestamp_seconds", "gauge",
-		  "when shipping last failed" },
+		{ "backlog_tasks", "gauge", "stored tasks waiting to be shipped to the %s" },
+		{ "refused_tasks", "gauge",
+		  "tasks the %s refused (their data), kept locally only" },
+		{ "shipped_total", "counter", "tasks shipped to the %s" },
+		{ "failures", "gauge", "consecutive failed shipping rounds to the %s" },
+		{ "last_success_timestamp_seconds", "gauge", "when the last task reached the %s" },
+		{ "last_error_timestamp_seconds", "gauge", "when shipping to the %s last failed" },
 	};
+	const char *pre = q == STORE_Q_FLEET ? "sink" : "otlp";
+	const char *dest = q == STORE_Q_FLEET ? "sink" : "OTLP collector";
+	struct store_sink_state st;
+	char name[96], help[128];
 	double v[ARRAY_SIZE(fam)];
 
-	if (store__sink_state(s, &st) || (!st.sink[0] && !st.waiting))
+	if (store__sink_state(s, q, &st) || (!st.sink[0] && !st.waiting))
 		return;
 	v[0] = (double)st.waiting;
 	v[1] = (double)st.refused;
@@ -499,13 +502,15 @@ static void prom_sink(struct prom *p, struct store *s)
 	v[4] = (double)st.shipped_ns / 1e9;
 	v[5] = (double)st.error_ns / 1e9;
 	for (size_t i = 0; i < ARRAY_SIZE(fam); i++) {
-		prom_family(p, fam[i].name, fam[i].type, fam[i].help);
-		fprintf(p->f, "%s %.17g\n", fam[i].name, v[i]);
+		snprintf(name, sizeof(name), "taskprobe_%s_%s", pre, fam[i].name);
+		snprintf(help, sizeof(help), fam[i].help, dest);
+		prom_family(p, name, fam[i].type, help);
+		fprintf(p->f, "%s %.17g\n", name, v[i]);
 	}
 	if (st.error[0]) {
-		prom_family(p, "taskprobe_sink_last_error_info", "gauge",
-			    "the last shipping error, as a label");
-		fputs("taskprobe_sink_last_error_info{sink=\"", p->f);
+		snprintf(name, sizeof(name), "taskprobe_%s_last_error_info", pre);
+		prom_family(p, name, "gauge", "the last shipping error, as a label");
+		fprintf(p->f, "%s{%s=\"", name, pre);
 		om_label_value(p->f, st.sink);
 		fputs("\",error=\"", p->f);
 		om_label_value(p->f, st.error);
@@ -566,7 +571,8 @@ static void get_metrics(struct api *api, struct answer *a)
 		prom_family(&p, "taskprobe_store_errors", "gauge", "the store failed to answer");
 		fputs("taskprobe_store_errors 1\n", a->f);
 	}
-	prom_sink(&p, api->store);
+	prom_sink(&p, api->store, STORE_Q_FLEET);
+	prom_sink(&p, api->store, STORE_Q_OTLP);
 	prom_spool(&p, api->src.db_path);
 }
 

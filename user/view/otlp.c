@@ -106,14 +106,11 @@ static void resource(struct jw *w, const struct otlp_input *in)
 	jw_obj_end(w);
 }
 
-/* The task span's attributes: the run, the mapped labels, every label, every figure. */
-static void task_attributes(struct jw *w, const struct otlp_input *in)
+/* The run: its id, result and the labels the config maps to cicd.* attributes. */
+static void run_attributes(struct jw *w, const struct otlp_input *in)
 {
-	const struct json *labels = json_get(in->rec, "labels"), *m = json_get(in->rec, "metrics");
-	char key[160];
+	const struct json *labels = json_get(in->rec, "labels");
 
-	jw_key(w, "attributes");
-	jw_arr_begin(w);
 	attr_str(w, "cicd.pipeline.task.run.id", json_str(in->rec, "id"));
 	attr_str(w, "cicd.pipeline.task.run.result", run_result(in->rec));
 	for (int i = 0; in->cfg && i < in->cfg->notlp_attrs; i++) {
@@ -122,6 +119,17 @@ static void task_attributes(struct jw *w, const struct otlp_input *in)
 		if (v && v->type == JSON_STR)
 			attr_str(w, in->cfg->otlp_attrs[i].attr, v->str);
 	}
+}
+
+/* The task span's attributes: the run, the mapped labels, every label, every figure. */
+static void task_attributes(struct jw *w, const struct otlp_input *in)
+{
+	const struct json *labels = json_get(in->rec, "labels"), *m = json_get(in->rec, "metrics");
+	char key[160];
+
+	jw_key(w, "attributes");
+	jw_arr_begin(w);
+	run_attributes(w, in);
 	for (const struct json *l = labels ? labels->child : NULL; l; l = l->next) {
 		snprintf(key, sizeof(key), "taskprobe.label.%s", l->key);
 		if (l->type == JSON_STR)
@@ -281,4 +289,142 @@ int otlp_write_traces(FILE *f, const struct otlp_input *in)
 	fputc('\n', f);
 	free(ids);
 	return ferror(f) ? -EIO : 0;
+}
+
+/* OTLP's metric enums, as OTLP/JSON writes them. */
+#define TEMPORALITY_CUMULATIVE 2
+
+/* A record unit as UCUM, as OTLP's metric units are. */
+static const char *ucum(const char *unit)
+{
+	return !strcmp(unit, "ns")	? "ns"
+	       : !strcmp(unit, "bytes") ? "By"
+	       : !strcmp(unit, "cores") ? "{cpu}"
+					: "1";
+}
+
+/* One figure: a counter a cumulative sum since the task's start, a level a gauge. */
+static void metric(struct jw *w, const struct otlp_input *in, const struct json *v, __u64 start_ns,
+		   __u64 end_ns)
+{
+	const struct metric_desc *d = NULL;
+	char name[160];
+
+	for (size_t i = 0; i < metric_descs_n && !d; i++)
+		if (!strcmp(metric_descs[i].name, v->key))
+			d = &metric_descs[i];
+	snprintf(name, sizeof(name), "taskprobe.%s", v->key);
+	jw_obj_begin(w);
+	jw_kstr(w, "name", name);
+	/* net.* and http.*: counts of connections and requests */
+	jw_kstr(w, "unit", ucum(d ? d->unit : "count"));
+	jw_key(w, !d || d->kind == METRIC_COUNTER ? "sum" : "gauge");
+	jw_obj_begin(w);
+	jw_key(w, "dataPoints");
+	jw_arr_begin(w);
+	jw_obj_begin(w);
+	jw_key(w, "attributes");
+	jw_arr_begin(w);
+	run_attributes(w, in);
+	jw_arr_end(w);
+	ns_key(w, "startTimeUnixNano", start_ns);
+	ns_key(w, "timeUnixNano", end_ns);
+	if (v->exact) {
+		char num[32];
+
+		snprintf(num, sizeof(num), "%lld", (long long)v->u);
+		jw_kstr(w, "asInt", num);
+	} else {
+		jw_kdouble(w, "asDouble", v->num);
+	}
+	jw_obj_end(w);
+	jw_arr_end(w);
+	if (!d || d->kind == METRIC_COUNTER) {
+		jw_key(w, "aggregationTemporality");
+		jw_u64(w, TEMPORALITY_CUMULATIVE);
+		jw_key(w, "isMonotonic");
+		jw_bool(w, true);
+	}
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
+int otlp_write_metrics(FILE *f, const struct otlp_input *in)
+{
+	const struct json *m = json_get(in->rec, "metrics");
+	__u64 start_ns = json_u64(in->rec, "start_ns");
+	__u64 end_ns = start_ns + json_u64(in->rec, "wall_ns");
+	struct jw w;
+
+	jw_init(&w, f, false);
+	jw_obj_begin(&w);
+	jw_key(&w, "resourceMetrics");
+	jw_arr_begin(&w);
+	jw_obj_begin(&w);
+	resource(&w, in);
+	jw_key(&w, "scopeMetrics");
+	jw_arr_begin(&w);
+	jw_obj_begin(&w);
+	jw_key(&w, "scope");
+	jw_obj_begin(&w);
+	jw_kstr(&w, "name", "taskprobe");
+	jw_kstr(&w, "version", TP_VERSION);
+	jw_obj_end(&w);
+	jw_key(&w, "metrics");
+	jw_arr_begin(&w);
+	for (const struct json *v = m ? m->child : NULL; v; v = v->next)
+		if (v->type == JSON_NUM && metric_is_builtin(v->key))
+			metric(&w, in, v, start_ns, end_ns);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	fputc('\n', f);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* One document of q into a string the caller frees. */
+static int doc_string(const struct otlp_input *in, int (*write)(FILE *, const struct otlp_input *),
+		      char **out)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(out, &len);
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = write(f, in);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+int otlp_task_docs(struct store *local, __s64 tid, const struct config *cfg, char **traces,
+		   char **metrics)
+{
+	struct query_task q;
+	struct otlp_input in;
+	int err;
+
+	*traces = NULL;
+	if (metrics)
+		*metrics = NULL;
+	err = query_task__of(&q, local, tid);
+	in = (struct otlp_input){ q.rec, q.labels, q.nlabels, cfg };
+	if (!err)
+		err = doc_string(&in, otlp_write_traces, traces);
+	if (!err && metrics)
+		err = doc_string(&in, otlp_write_metrics, metrics);
+	query_task__free(&q);
+	if (err) {
+		free(*traces);
+		*traces = NULL;
+	}
+	return err;
 }

@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "model/config.h"
 #include "store/query.h"
+#include "store/store.h"
 
 struct otlp_input {
 	const struct json *rec;		  /* the record (docs/task-record.md) */
@@ -22,5 +23,14 @@ struct otlp_input {
 
 /* The trace, one JSON document and a newline: 0, or -EIO. */
 int otlp_write_traces(FILE *f, const struct otlp_input *in);
+/*
+ * The task's figures as OTLP metrics (an ExportMetricsServiceRequest, opt-in by
+ * otlp_metrics): each a data point with the run's attributes, a counter a cumulative
+ * monotonic sum from the task's start to its end, a level a gauge at its end.
+ */
+int otlp_write_metrics(FILE *f, const struct otlp_input *in);
+/* The shipper's builder (ship_otlp_doc_fn): the trace and, if metrics, the metrics. */
+int otlp_task_docs(struct store *local, __s64 tid, const struct config *cfg, char **traces,
+		   char **metrics);
 
 #endif /* TP_OTLP_H */

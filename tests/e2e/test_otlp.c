@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * End-to-end tests of the OTLP export to a collector (otlp_endpoint): a stand-in
+ * OTLP/HTTP receiver on loopback (tests/helpers/otlp_receiver.js) keeps each request
+ * and answers as the test says; what it got is decoded strictly with the official
+ * definitions (tests/helpers/check_otlp.js) and checked against the stored records.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "harness.h"
+#include "testutil.h"
+
+#define TOKEN "Bearer otlp-test-9f2c41"
+
+/* TASKPROBE_DB, the run's shared store, while a test uses its own. */
+static char saved_db[4096];
+
+static void own_db(const char *db)
+{
+	snprintf(saved_db, sizeof(saved_db), "%s",
+		 getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB") : "");
+	setenv("TASKPROBE_DB", db, 1);
+}
+
+static void shared_db(void)
+{
+	if (saved_db[0])
+		setenv("TASKPROBE_DB", saved_db, 1);
+	else
+		unsetenv("TASKPROBE_DB");
+}
+
+/* The receiver on port, keeping requests in dir, answering codes ("" : 200s); 0 if down. */
+static pid_t receiver(int port, const char *dir, const char *codes)
+{
+	char p[16], ready[4200];
+	pid_t pid;
+
+	snprintf(p, sizeof(p), "%d", port);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	unlink(ready);
+	pid = tu_spawn((char *[]){ "node", "tests/helpers/otlp_receiver.js", p, (char *)dir,
+				   (char *)codes, NULL });
+	if (pid <= 0)
+		return 0;
+	tu_track_pid(pid);
+	for (int i = 0; i < 500 && access(ready, F_OK); i++)
+		usleep(20000);
+	return access(ready, F_OK) ? 0 : pid;
+}
+
+static void receiver_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+/* The requests the receiver kept of kind ("traces", "metrics"), in order: how many. */
+static int kept(const char *dir, const char *kind, char names[][64], int max)
+{
+	struct dirent **ents;
+	char suffix[32];
+	int n = scandir(dir, &ents, NULL, alphasort), got = 0;
+
+	snprintf(suffix, sizeof(suffix), "-%s.json", kind);
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(ents[i]->d_name);
+
+		if (len > strlen(suffix) &&
+		    !strcmp(ents[i]->d_name + len - strlen(suffix), suffix) && got < max)
+			snprintf(names[got++], 64, "%s", ents[i]->d_name);
+		free(ents[i]);
+	}
+	free(ents);
+	return got;
+}
+
+/* The file dir/name's text ("" if none); the caller frees it. */
+static char *text_of(const char *dir, const char *name)
+{
+	char path[4200], *text = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (tp_slurp(path, "file", false, &text) < 0 || !text)
+		return strdup("");
+	return text;
+}
+
+/* The task id of a kept OTLP document ("" if none). */
+static void doc_task(const char *dir, const char *name, char *id, size_t len)
+{
+	static const char key[] = "\"cicd.pipeline.task.run.id\",\"value\":{\"stringValue\":\"";
+	char *text = text_of(dir, name), *p;
+
+	id[0] = '\0';
+	p = strstr(text, key);
+	if (p) {
+		p += strlen(key);
+		snprintf(id, len, "%.*s", (int)strcspn(p, "\""), p);
+	}
+	free(text);
+}
+
+/* A kept document checked against task id's record (its JSON export): check_otlp.js's status. */
+static int check_doc(const char *db, const char *dir, const char *name, const char *id,
+		     bool metrics)
+{
+	char path[4200], rec[4200];
+	struct tu_result r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(rec, sizeof(rec), "%s/rec-%s.json", dir, id);
+	tu_tp(&r, 30, "export", id, "--db", db, "--format", "json", "-o", rec, NULL);
+	if (r.status) {
+		fprintf(stderr, "    export %s: %s", id, r.err ? r.err : "");
+		return -1;
+	}
+	if (metrics)
+		tu_run((char *[]){ "node", "tests/helpers/check_otlp.js", "--metrics", path, rec,
+				   "cicd.pipeline.task.name=otlp-job", NULL },
+		       &r, 60);
+	else
+		tu_run((char *[]){ "node", "tests/helpers/check_otlp.js", path, rec,
+				   "cicd.pipeline.task.name=otlp-job", NULL },
+		       &r, 60);
+	if (r.status)
+		fprintf(stderr, "    %s: %s%s", name, r.out ? r.out : "", r.err ? r.err : "");
+	return r.status;
+}
+
+static void write_config(const char *conf, const char *db, int port, const char *headers,
+			 bool metrics)
+{
+	char text[8192];
+
+	snprintf(text, sizeof(text),
+		 "db = %s\n"
+		 "otlp_endpoint = http://127.0.0.1:%d/\n"
+		 "otlp_headers_file = %s\n"
+		 "otlp_metrics = %s\n"
+		 "otlp_attribute cicd.pipeline.task.name = job\n",
+		 db, port, headers, metrics ? "true" : "false");
+	tu_write_file(conf, text);
+}
+
+/*
+ * Injected: the collector is down while two runs end, then answers 503 (retryable) to
+ * the first request, then refuses a third task with 400.
+ * Recovered: each run kept its exit status and said one line; both tasks waited and
+ * doctor showed them; the 503 left them waiting; the next `ship` sent each once, the
+ * trace and the metrics, checked whole against the records, with the headers file's
+ * token; the refused task stayed stored, counted, and `ship --refused` sent it.
+ */
+TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
+{
+	const char *db = tu_tmp("otlp.db"), *conf = tu_tmp("otlp.conf"), *hdr = tu_tmp("otlp.h");
+	const char *dir = tu_tmp("collector"), *dir2 = tu_tmp("collector-2");
+	char names[16][64], id[64], *text;
+	int port = tu_free_port();
+	struct tu_result r;
+	pid_t rcv;
+
+	mkdir(dir, 0700);
+	mkdir(dir2, 0700);
+	tu_write_file(hdr,
+		      "# the collector's token\nAuthorization: " TOKEN "\n\nX-Scope-OrgID: ci\n");
+	chmod(hdr, 0644);
+	write_config(conf, db, port, hdr, true);
+	own_db(db);
+	/* A headers file others can read is refused: it holds a secret. */
+	tu_tp(&r, 60, "run", "--quiet", "--id", "o0", "--config", conf, "--", "true", NULL);
+	ASSERT_EQ(r.status, 0, "a run with a bad headers file");
+	CHECK(r.err && strstr(r.err, "readable by group or others") && !strstr(r.err, "otlp-test"),
+	      "one line, no secret: %s", r.err ? r.err : "");
+	chmod(hdr, 0600);
+
+	tu_tp(&r, 60, "run", "--quiet", "--id", "o1", "--label", "job=otlp-job", "--config", conf,
+	      "--", "sh", "-c", "echo BEGIN_PHASE build; ls / >/dev/null; echo END_PHASE build",
+	      NULL);
+	ASSERT_EQ(r.status, 0, "the run while the collector is down");
+	CHECK(r.err && strstr(r.err, "taskprobe: otlp_endpoint http://127.0.0.1:") &&
+		      strstr(r.err, "kept locally"),
+	      "one line says it waits: %s", r.err ? r.err : "");
+	tu_tp(&r, 60, "run", "--quiet", "--id", "o2", "--label", "job=otlp-job", "--config", conf,
+	      "--", "sh", "-c", "exit 3", NULL);
+	ASSERT_EQ(r.status, 3, "a failing task keeps its exit status");
+	tu_tp(&r, 30, "doctor", "--json", "--config", conf, NULL);
+	CHECK(r.out && strstr(r.out, "Couldn't connect to server; 3 waiting, 0 refused, 0 sent"),
+	      "doctor shows the backlog: %s", r.out ? r.out : "");
+
+	rcv = receiver(port, dir, "503");
+	if (!ASSERT_TRUE(rcv > 0, "the receiver listens")) {
+		shared_db();
+		return;
+	}
+	tu_tp(&r, 60, "ship", "--config", conf, NULL);
+	ASSERT_EQ(r.status, 1, "ship: the collector answered 503");
+	CHECK(r.err && strstr(r.err, "HTTP 503") && strstr(r.err, "3 tasks kept locally"),
+	      "one line: %s", r.err ? r.err : "");
+	tu_tp(&r, 60, "ship", "--config", conf, NULL);
+	ASSERT_EQ(r.status, 0, "ship again");
+	CHECK(r.out && strstr(r.out, "sent 3 tasks") && strstr(r.out, "0 waiting"),
+	      "all three sent: %s", r.out ? r.out : "");
+	/* The 503'd request, then each task's trace once, in order. */
+	ASSERT_EQ(kept(dir, "traces", names, 16), 4, "four trace requests");
+	ASSERT_EQ(kept(dir, "metrics", names, 16), 3, "a metrics request a task");
+	kept(dir, "traces", names, 16);
+	for (int i = 1; i < 4; i++) {
+		doc_task(dir, names[i], id, sizeof(id));
+		ASSERT_STREQ(id, i == 1 ? "o0" : i == 2 ? "o1" : "o2", "each task once, in order");
+		if (strcmp(id, "o0"))
+			ASSERT_EQ(check_doc(db, dir, names[i], id, false), 0,
+				  "the trace against the record");
+	}
+	kept(dir, "metrics", names, 16);
+	for (int i = 1; i < 3; i++) {
+		doc_task(dir, names[i], id, sizeof(id));
+		ASSERT_EQ(check_doc(db, dir, names[i], id, true), 0,
+			  "the metrics against the record");
+	}
+	text = text_of(dir, "002.headers.json");
+	CHECK(strstr(text, "\"authorization\":\"" TOKEN "\"") &&
+		      strstr(text, "\"x-scope-orgid\":\"ci\"") &&
+		      strstr(text, "\"content-type\":\"application/json\""),
+	      "the headers file's headers: %s", text);
+	free(text);
+	receiver_stop(rcv);
+
+	/* A collector that refuses the data (400): kept, counted, sent again on demand. */
+	rcv = receiver(port, dir2, "400");
+	if (!ASSERT_TRUE(rcv > 0, "the receiver again")) {
+		shared_db();
+		return;
+	}
+	tu_tp(&r, 60, "run", "--quiet", "--id", "o3", "--label", "job=otlp-job", "--config", conf,
+	      "--", "true", NULL);
+	ASSERT_EQ(r.status, 0, "a run the collector refuses");
+	CHECK(r.err && strstr(r.err, "the collector refused 1 task") && strstr(r.err, "HTTP 400"),
+	      "one line: %s", r.err ? r.err : "");
+	tu_tp(&r, 30, "doctor", "--json", "--config", conf, NULL);
+	CHECK(r.out && strstr(r.out, "answers; 0 waiting, 1 refused, 3 sent"),
+	      "doctor counts it: %s", r.out ? r.out : "");
+	tu_tp(&r, 60, "ship", "--refused", "--config", conf, NULL);
+	ASSERT_EQ(r.status, 0, "ship --refused");
+	CHECK(r.out && strstr(r.out, "1 task refused by the otlp_endpoint waits again") &&
+		      strstr(r.out, "sent 1 task"),
+	      "sent again: %s", r.out ? r.out : "");
+	/* The refused one, doctor's probe (an empty export: no data), the one sent again. */
+	ASSERT_EQ(kept(dir2, "traces", names, 16), 3, "three requests");
+	text = text_of(dir2, names[1]);
+	ASSERT_STREQ(text, "{}", "doctor's probe is an empty export");
+	free(text);
+	doc_task(dir2, names[2], id, sizeof(id));
+	ASSERT_STREQ(id, "o3", "the refused task");
+	ASSERT_EQ(check_doc(db, dir2, names[2], id, false), 0, "the trace against the record");
+	receiver_stop(rcv);
+	shared_db();
+}
+
+/* GET http://127.0.0.1:port/metrics: the body, or "" */
+static const char *metrics_of(int port, struct tu_result *r)
+{
+	char url[64];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	tu_run((char *[]){ "curl", "-s", "--max-time", "10", url, NULL }, r, 30);
+	return r->out ? r->out : "";
+}
+
+/* The value of an unlabelled sample "NAME V" in Prometheus text, or -1. */
+static double prom_value(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
+/*
+ * Injected: the daemon's collector is down while two tasks end, then comes back.
+ * Recovered: /metrics shows the backlog of 2 and the last error; the shipper retries
+ * on its own after its backoff and sends each task once; the backlog is 0 again.
+ */
+TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
+{
+	const char *db = tu_tmp("otlpd.db"), *conf = tu_tmp("otlpd.conf"), *hdr = tu_tmp("otlpd.h");
+	const char *dir = tu_tmp("collector-d"), *sock = tu_tmp("otlpd.sock");
+	char listen[64], cmd[8192], names[16][64], id[64];
+	int port = tu_free_port(), hport = tu_free_port();
+	struct tu_result r;
+	const char *m = "";
+	pid_t d, rcv;
+
+	mkdir(dir, 0700);
+	tu_write_file(hdr, "Authorization: " TOKEN "\n");
+	chmod(hdr, 0600);
+	write_config(conf, db, port, hdr, false);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", hport);
+	snprintf(cmd, sizeof(cmd), "exec %s daemon --config %s --socket=%s --listen=%s 2>%s",
+		 tu_bin(), conf, sock, listen, tu_tmp("otlpd.log"));
+	/* Runs go through the daemon, to its store (a TASKPROBE_DB would embed a collector). */
+	own_db(db);
+	unsetenv("TASKPROBE_DB");
+	d = tu_spawn((char *[]){ "/bin/sh", "-c", cmd, NULL });
+	tu_track_pid(d);
+	for (int i = 0; i < 1000 && access(sock, F_OK); i++)
+		usleep(10000);
+	if (!ASSERT_OK(access(sock, F_OK), "the daemon listens")) {
+		shared_db();
+		return;
+	}
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	for (int i = 0; i < 2; i++) {
+		snprintf(id, sizeof(id), "od-%d", i);
+		tu_tp(&r, 60, "run", "--quiet", "--id", id, "--label", "job=otlp-job", "--", "true",
+		      NULL);
+		ASSERT_EQ(r.status, 0, "a run through the daemon, the collector down");
+	}
+	unsetenv("TASKPROBE_CONTROL");
+	for (int i = 0; i < 200; i++) {
+		m = metrics_of(hport, &r);
+		if (prom_value(m, "taskprobe_otlp_backlog_tasks") == 2 &&
+		    strstr(m, "taskprobe_otlp_last_error_info{"))
+			break;
+		usleep(50000);
+	}
+	ASSERT_EQ(prom_value(m, "taskprobe_otlp_backlog_tasks"), 2, "/metrics: the backlog");
+	ASSERT_EQ(prom_value(m, "taskprobe_otlp_shipped_total"), 0, "/metrics: none sent");
+	CHECK(strstr(m, "taskprobe_otlp_last_error_info{otlp=\"http://127.0.0.1:") &&
+		      strstr(m, "connect"),
+	      "/metrics: the last error: %s", m);
+	CHECK(!strstr(m, "otlp-test-9f2c41"), "/metrics has no token");
+
+	rcv = receiver(port, dir, "");
+	if (!ASSERT_TRUE(rcv > 0, "the collector is back")) {
+		shared_db();
+		return;
+	}
+	/* The shipper retries on its own, after its backoff (at most 60 s). */
+	for (int i = 0; i < 1400; i++) {
+		m = metrics_of(hport, &r);
+		if (prom_value(m, "taskprobe_otlp_backlog_tasks") == 0)
+			break;
+		usleep(50000);
+	}
+	ASSERT_EQ(prom_value(m, "taskprobe_otlp_backlog_tasks"), 0, "/metrics: no backlog");
+	ASSERT_EQ(prom_value(m, "taskprobe_otlp_shipped_total"), 2, "/metrics: two sent");
+	ASSERT_EQ(kept(dir, "traces", names, 16), 2, "each task's trace once");
+	for (int i = 0; i < 2; i++) {
+		doc_task(dir, names[i], id, sizeof(id));
+		ASSERT_EQ(check_doc(db, dir, names[i], id, false), 0,
+			  "the trace against the record");
+	}
+	ASSERT_EQ(kept(dir, "metrics", names, 16), 0, "no metrics: otlp_metrics is off");
+	kill(d, SIGTERM);
+	waitpid(d, NULL, 0);
+	receiver_stop(rcv);
+	shared_db();
+}
