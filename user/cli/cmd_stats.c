@@ -150,7 +150,6 @@ static int stats_metric(struct store *s, const char *metric, const struct stats_
 	if (o->json) {
 		jw_arr_end(&so.w);
 		jw_obj_end(&so.w);
-		fputc('\n', stdout);
 	}
 	return err;
 }
@@ -272,7 +271,6 @@ static void sizing_print(const struct sizing *sz, const struct stats_opts *o)
 	if (o->json) {
 		jw_arr_end(&w);
 		jw_obj_end(&w);
-		fputc('\n', stdout);
 	}
 }
 

@@ -50,19 +50,29 @@ static const char *flag_word(int flag)
 	return flag < 0 ? "below" : flag > 0 ? "above" : "";
 }
 
+/* A figure zero in the task and throughout its history says nothing: people skip it. */
+static bool all_zero(const struct compare_figure *g)
+{
+	return !g->value && !g->p10 && !g->p90;
+}
+
 static void text_fig(FILE *f, const char *indent, const struct compare_figure *g)
 {
 	char v[32], a[32], b[32], c[32];
+	int w = 36 - (int)strlen(indent);
 
-	fprintf(f, "%s%-*.*s %10s %10s %10s %10s %6ld  %s\n", indent, 30 - (int)strlen(indent),
-		30 - (int)strlen(indent), g->name, compare_fmt(v, sizeof(v), g->name, g->value),
+	fprintf(f, "%s%-*.*s %10s %10s %10s %10s %6ld%s%s\n", indent, w, w, g->name,
+		compare_fmt(v, sizeof(v), g->name, g->value),
 		compare_fmt(a, sizeof(a), g->name, g->p50),
 		compare_fmt(b, sizeof(b), g->name, g->p10),
-		compare_fmt(c, sizeof(c), g->name, g->p90), g->n, flag_word(g->flag));
+		compare_fmt(c, sizeof(c), g->name, g->p90), g->n, g->flag ? "  " : "",
+		flag_word(g->flag));
 }
 
 int compare_text(FILE *f, const struct compare *c)
 {
+	size_t zero = 0;
+
 	if (!c->history) {
 		fprintf(f, "task %s: no history (%s=%s): %s\n", c->id, c->by,
 			c->value[0] ? c->value : "(none)", c->why);
@@ -70,15 +80,27 @@ int compare_text(FILE *f, const struct compare *c)
 	}
 	fprintf(f, "task %s against the last %ld tasks with %s=%s (median, 10th-90th percentiles)\n",
 		c->id, c->history, c->by, c->value);
-	fprintf(f, "%-30s %10s %10s %10s %10s %6s\n", "FIGURE", "TASK", "MEDIAN", "P10", "P90",
+	fprintf(f, "%-36s %10s %10s %10s %10s %6s\n", "FIGURE", "TASK", "MEDIAN", "P10", "P90",
 		"TASKS");
-	for (size_t i = 0; i < c->nfigs; i++)
-		text_fig(f, "", &c->figs[i]);
+	for (size_t i = 0; i < c->nfigs; i++) {
+		if (all_zero(&c->figs[i]))
+			zero++;
+		else
+			text_fig(f, "", &c->figs[i]);
+	}
 	for (size_t i = 0; i < c->nphases; i++) {
 		fprintf(f, "phase %s (%ld tasks ran it)\n", c->phases[i].name, c->phases[i].n);
-		for (int k = 0; k < c->phases[i].nfigs; k++)
-			text_fig(f, "  ", &c->phases[i].figs[k]);
+		for (int k = 0; k < c->phases[i].nfigs; k++) {
+			if (all_zero(&c->phases[i].figs[k]))
+				zero++;
+			else
+				text_fig(f, "  ", &c->phases[i].figs[k]);
+		}
 	}
+	if (zero)
+		fprintf(f, "(%zu figures 0 in the task and all its history left out; --format json "
+			   "has them)\n",
+			zero);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -129,7 +151,6 @@ int compare_json(FILE *f, const struct compare *c)
 	}
 	jw_arr_end(&w);
 	jw_obj_end(&w);
-	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -154,7 +175,7 @@ static void md_fig(FILE *f, const char *phase, const struct compare_figure *g)
 
 int compare_markdown(FILE *f, const struct compare *c)
 {
-	size_t flagged = 0;
+	size_t flagged = 0, shown = 0, phase_rows = 0;
 
 	fputs("### taskprobe: `", f);
 	report_md_cell(f, c->id);
@@ -169,29 +190,37 @@ int compare_markdown(FILE *f, const struct compare *c)
 		fputs("`).\n\n", f);
 		return ferror(f) ? -1 : 0;
 	}
-	for (size_t i = 0; i < c->nfigs; i++)
+	for (size_t i = 0; i < c->nfigs; i++) {
 		flagged += c->figs[i].flag != 0;
+		shown += !all_zero(&c->figs[i]);
+	}
 	fprintf(f, "Beside the last %ld tasks with `", c->history);
 	report_md_cell(f, c->by);
 	fputs("` = `", f);
 	report_md_cell(f, c->value);
 	fprintf(f,
 		"` that ran to their end before it: their median and 10th to 90th "
-		"percentiles. %zu of %zu figures outside that band, in bold.\n\n"
+		"percentiles. %zu of %zu figures outside that band, in bold (those 0 throughout "
+		"left out).\n\n"
 		"| figure | this task | median | p10 – p90 | tasks | |\n"
 		"| --- | ---: | ---: | ---: | ---: | --- |\n",
-		flagged, c->nfigs);
+		flagged, shown);
 	for (size_t i = 0; i < c->nfigs; i++)
-		md_fig(f, NULL, &c->figs[i]);
-	if (c->nphases) {
+		if (!all_zero(&c->figs[i]))
+			md_fig(f, NULL, &c->figs[i]);
+	for (size_t i = 0; i < c->nphases; i++)
+		for (int k = 0; k < c->phases[i].nfigs; k++)
+			phase_rows += !all_zero(&c->phases[i].figs[k]);
+	if (phase_rows) {
 		fprintf(f,
-			"\n<details><summary>%zu phases against the same tasks' phases</summary>\n\n"
+			"\n<details><summary>%zu phase%s against the same tasks' phases</summary>\n\n"
 			"| phase | figure | this task | median | p10 – p90 | tasks | |\n"
 			"| --- | --- | ---: | ---: | ---: | ---: | --- |\n",
-			c->nphases);
+			c->nphases, c->nphases > 1 ? "s" : "");
 		for (size_t i = 0; i < c->nphases; i++)
 			for (int k = 0; k < c->phases[i].nfigs; k++)
-				md_fig(f, c->phases[i].name, &c->phases[i].figs[k]);
+				if (!all_zero(&c->phases[i].figs[k]))
+					md_fig(f, c->phases[i].name, &c->phases[i].figs[k]);
 		fputs("\n</details>\n", f);
 	}
 	fputc('\n', f);
