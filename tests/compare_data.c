@@ -91,10 +91,10 @@ size_t cd_values(double *out, const char *job, enum cd_field field, bool history
 			continue;
 		if (field == CD_PHASE_CPU && !tasks[i].compile)
 			continue;
-		out[n++] = field == CD_CPU	 ? (double)cpu
-			   : field == CD_WALL	 ? (double)wall
-			   : field == CD_CORES	 ? tasks[i].cores
-						 : (double)(cpu / 2);
+		out[n++] = field == CD_CPU     ? (double)cpu
+			   : field == CD_WALL  ? (double)wall
+			   : field == CD_CORES ? tasks[i].cores
+					       : (double)(cpu / 2);
 	}
 	return n;
 }

@@ -92,9 +92,9 @@ int tu_count_long_lines(const char *s, size_t width);
 struct tu_task {
 	const char *id;
 	const char *host;
-	const char *job;       /* its label job, or NULL */
-	const char *status;    /* NULL: exited; else a task_status_names' one */
-	const char *ncpu;      /* its host's labels, or NULL */
+	const char *job;    /* its label job, or NULL */
+	const char *status; /* NULL: exited; else a task_status_names' one */
+	const char *ncpu;   /* its host's labels, or NULL */
 	const char *mem_total;
 	__u64 start_ns, wall_ns, cpu_ns, execs;
 	__s64 mem_bytes;

@@ -140,8 +140,7 @@ TEST(TIER_UNIT, stats_are_percentile_cont_of_the_stored_tasks)
 	store__close(s);
 }
 
-static const struct compare_figure *fig(const struct compare_figure *g, size_t n,
-					const char *name)
+static const struct compare_figure *fig(const struct compare_figure *g, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(g[i].name, name))

@@ -96,8 +96,7 @@ int cmd_compare(int argc, char **argv)
 	ret = 1;
 	if (query_task__load(&q, so.db, so.config, argv[optind], so.host, true, "compare"))
 		goto out;
-	err = compare__build(&c, q.s, q.rec, o.by, query_label(q.labels, q.nlabels, o.by),
-			     o.last);
+	err = compare__build(&c, q.s, q.rec, o.by, query_label(q.labels, q.nlabels, o.by), o.last);
 	if (err)
 		goto out;
 	if (o.format == 'j')

@@ -245,7 +245,8 @@ static void sizing_print(const struct sizing *sz, const struct stats_opts *o)
 			jw_ku64(&w, "tasks", (__u64)r->tasks[0]);
 			jw_kdouble(&w, "p90", r->tasks[0] ? r->p90[0] : NAN);
 			jw_kdouble(&w, "max", r->tasks[0] ? r->max[0] : NAN);
-			jw_kdouble(&w, "p90_share", r->tasks[0] && ncpu > 0 ? r->p90[0] / ncpu : NAN);
+			jw_kdouble(&w, "p90_share",
+				   r->tasks[0] && ncpu > 0 ? r->p90[0] / ncpu : NAN);
 			jw_obj_end(&w);
 			jw_key(&w, "mem.peak_bytes");
 			jw_obj_begin(&w);
@@ -265,8 +266,8 @@ static void sizing_print(const struct sizing *sz, const struct stats_opts *o)
 		      compare_fmt(c, sizeof(c), "mem.peak_bytes", mem), r->p90[1],
 		      r->tasks[1] ? mem : 0);
 		printf("%-24.24s %5.5s %10s %6ld %-24s %s\n", r->group[0], r->group[1],
-		       mem > 0 ? c : r->group[2], r->tasks[0] > r->tasks[1] ? r->tasks[0] : r->tasks[1],
-		       cores, memory);
+		       mem > 0 ? c : r->group[2],
+		       r->tasks[0] > r->tasks[1] ? r->tasks[0] : r->tasks[1], cores, memory);
 	}
 	if (o->json) {
 		jw_arr_end(&w);

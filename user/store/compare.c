@@ -113,7 +113,8 @@ static int own_figures(struct build *b, const struct json *rec)
 			const struct json *v = json_get(p, phase_keys[k]);
 
 			if (v && v->type == JSON_NUM)
-				err = fig_init(&cp->figs[cp->nfigs++], phase_keys[k], v->num, b->cap);
+				err = fig_init(&cp->figs[cp->nfigs++], phase_keys[k], v->num,
+					       b->cap);
 		}
 	}
 	return err;

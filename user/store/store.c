@@ -350,8 +350,7 @@ int store__stats(struct store *s, const char *metric, const struct store_filter 
 			     : unanswered(s, "stats");
 }
 
-int store__history(struct store *s, const struct store_history *h, store_history_fn fn,
-		   void *ctx)
+int store__history(struct store *s, const struct store_history *h, store_history_fn fn, void *ctx)
 {
 	return s->ops->history ? s->ops->history(s->be, h, fn, ctx) : unanswered(s, "history");
 }

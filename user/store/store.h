@@ -123,8 +123,7 @@ int store__statuses(struct store *s, store_status_fn fn, void *ctx);
 int store__stats(struct store *s, const char *metric, const struct store_filter *f,
 		 const char *const *by, int nby, store_stats_fn fn, void *ctx);
 /* The last h->limit tasks of h that ran to their end, newest first. */
-int store__history(struct store *s, const struct store_history *h, store_history_fn fn,
-		   void *ctx);
+int store__history(struct store *s, const struct store_history *h, store_history_fn fn, void *ctx);
 /* The metrics of the n tasks tids (at most STORE_TIDS_MAX), by task, then by name. */
 #define STORE_TIDS_MAX 500
 int store__metrics(struct store *s, const __s64 *tids, size_t n, store_metric_fn fn, void *ctx);

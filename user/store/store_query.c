@@ -485,9 +485,10 @@ static int sqlite_stats(void *be, const char *metric, const struct store_filter 
 		strncat(sql, "SELECT 'all'", sizeof(sql) - strlen(sql) - 1);
 	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
 		 ", m.value FROM %s m JOIN tasks t ON t.tid = m.task",
-		 strcmp(metric, STORE_WALL) ? "metrics"
-					    : "(SELECT tid AS task, '" STORE_WALL "' AS name,"
-					      " wall_ns AS value FROM tasks WHERE wall_ns IS NOT NULL)");
+		 strcmp(metric, STORE_WALL)
+			 ? "metrics"
+			 : "(SELECT tid AS task, '" STORE_WALL "' AS name,"
+			   " wall_ns AS value FROM tasks WHERE wall_ns IS NOT NULL)");
 	for (int i = 0; i < nby; i++)
 		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
 			 " LEFT JOIN labels g%d ON g%d.task = t.tid AND g%d.key = ?%d", i, i, i,
@@ -535,8 +536,7 @@ static int history_row(sqlite3_stmt *st, void *ctx)
 	return hc->fn(hc->ctx, &r);
 }
 
-static int sqlite_history(void *be, const struct store_history *h, store_history_fn fn,
-			  void *ctx)
+static int sqlite_history(void *be, const struct store_history *h, store_history_fn fn, void *ctx)
 {
 	struct store *s = be;
 	struct history_ctx hc = { fn, ctx };

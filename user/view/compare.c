@@ -78,7 +78,8 @@ int compare_text(FILE *f, const struct compare *c)
 			c->value[0] ? c->value : "(none)", c->why);
 		return ferror(f) ? -1 : 0;
 	}
-	fprintf(f, "task %s against the last %ld tasks with %s=%s (median, 10th-90th percentiles)\n",
+	fprintf(f,
+		"task %s against the last %ld tasks with %s=%s (median, 10th-90th percentiles)\n",
 		c->id, c->history, c->by, c->value);
 	fprintf(f, "%-36s %10s %10s %10s %10s %6s\n", "FIGURE", "TASK", "MEDIAN", "P10", "P90",
 		"TASKS");
@@ -98,8 +99,9 @@ int compare_text(FILE *f, const struct compare *c)
 		}
 	}
 	if (zero)
-		fprintf(f, "(%zu figures 0 in the task and all its history left out; --format json "
-			   "has them)\n",
+		fprintf(f,
+			"(%zu figures 0 in the task and all its history left out; --format json "
+			"has them)\n",
 			zero);
 	return ferror(f) ? -1 : 0;
 }
@@ -170,7 +172,9 @@ static void md_fig(FILE *f, const char *phase, const struct compare_figure *g)
 		compare_fmt(a, sizeof(a), g->name, g->p50),
 		compare_fmt(b, sizeof(b), g->name, g->p10),
 		compare_fmt(c, sizeof(c), g->name, g->p90), g->n,
-		g->flag < 0 ? "▼ below" : g->flag > 0 ? "▲ above" : "");
+		g->flag < 0   ? "▼ below"
+		: g->flag > 0 ? "▲ above"
+			      : "");
 }
 
 int compare_markdown(FILE *f, const struct compare *c)
