@@ -23,6 +23,9 @@
 
 #include "base/util.h"
 #include "collector/cgroup.h"
+#include "model/phases.h"
+#include "model/task.h"
+#include "store/store.h"
 #include "harness.h"
 #include "testutil.h"
 
@@ -580,4 +583,58 @@ pid_t tu_daemon(const char *db, const char *sock)
 	unsetenv("TASKPROBE_DB");
 	setenv("TASKPROBE_CONTROL", sock, 1);
 	return d;
+}
+
+int tu_store_task(struct store *s, const struct tu_task *t)
+{
+	static char *argv[] = { "make", "check" };
+	struct label host[2];
+	struct phase_snap at = { 0 };
+	struct task_record r;
+	struct phases ph;
+	int nhost = 0, err;
+	__s64 tid;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.id, sizeof(r.id), "%s", t->id);
+	snprintf(r.host, sizeof(r.host), "%s", t->host ? t->host : "worker-1");
+	r.argv = argv;
+	r.argc = 2;
+	if (t->job) {
+		r.labels[0].key = "job";
+		r.labels[0].val = (char *)t->job;
+		r.nlabels = 1;
+	}
+	if (t->ncpu) {
+		host[nhost].key = "ncpu";
+		host[nhost++].val = (char *)t->ncpu;
+	}
+	if (t->mem_total) {
+		host[nhost].key = "mem_total";
+		host[nhost++].val = (char *)t->mem_total;
+	}
+	r.start_real_ns = t->start_ns;
+	r.wall_ns = t->wall_ns;
+	r.main_wall_ns = t->wall_ns;
+	r.fig.cpu.cpu_ns = t->cpu_ns;
+	r.fig.proc.execs = t->execs;
+	r.fig.mem.peak_rss_bytes = t->mem_bytes;
+	r.peak_cores = t->peak_cores;
+	r.end = TASK_EXITED;
+	for (int e = 0; t->status && e < TASK_END_KINDS; e++)
+		if (!strcmp(t->status, task_status_names[e]))
+			r.end = (enum task_end)e;
+	phases__init(&ph, 0);
+	for (int i = 0; i < t->nphases && i < 4; i++) {
+		phases__begin(&ph, t->phase[i], &at, 0);
+		at.t_ns += t->phase_wall_ns[i];
+		at.cpu_ns += t->phase_cpu_ns[i];
+		phases__end(&ph, t->phase[i], &at, 0);
+	}
+	r.phases = &ph;
+	err = store__task_begin(s, &r, host, nhost, &tid);
+	if (!err)
+		err = store__task_end(s, tid, &r);
+	phases__fini(&ph);
+	return err;
 }

@@ -9,6 +9,8 @@
 
 #include "base/json.h"
 
+struct store;
+
 struct tu_result {
 	int status; /* shell-style: code, or 128 + signal; -1 when it could not run */
 	char *out;  /* stdout and stderr, whole */
@@ -85,5 +87,24 @@ int tu_pglab_ctl(const char *dir, const char *verb);
 int tu_psql(const char *dir, const char *sql, struct tu_result *r);
 /* Lines of s longer than width. */
 int tu_count_long_lines(const char *s, size_t width);
+
+/* A task as a run ends it, for tu_store_task: only the figures stats and compare read. */
+struct tu_task {
+	const char *id;
+	const char *host;
+	const char *job;    /* its label job, or NULL */
+	const char *status; /* NULL: exited; else a task_status_names' one */
+	const char *ncpu;   /* its host's labels, or NULL */
+	const char *mem_total;
+	__u64 start_ns, wall_ns, cpu_ns, execs;
+	__s64 mem_bytes;
+	double peak_cores;
+	int nphases; /* back to back from its start, each cpu_ns[i] of CPU, wall_ns[i] long */
+	const char *phase[4];
+	__u64 phase_wall_ns[4], phase_cpu_ns[4];
+};
+
+/* Writes t into s (store__task_begin, then store__task_end): 0 or -errno. */
+int tu_store_task(struct store *s, const struct tu_task *t);
 
 #endif /* TP_TESTUTIL_H */

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "compare_data.h"
 #include "harness.h"
+#include "store/store.h"
 #include "testutil.h"
 
 /* The ports a connect to which is an HTTP failure: one nothing listens on. */
@@ -1101,4 +1103,70 @@ TEST(TIER_E2E, fleet_slow_sink_delays_a_run_a_few_seconds_at_most)
 	host_init(&h, &l, "worker-s", "m5.large", open_pass, NULL);
 	ASSERT_EQ(ship(&h, &r), 1, "ship with a readable passfile");
 	one_error_line(&r, "others may read it", "a passfile of mode 0644");
+}
+
+/*
+ * stats and compare answer the same over the fleet (PostgreSQL's percentile_cont) as
+ * over the host's store (quantile_cont in C), text and JSON, byte for byte.
+ */
+TEST(TIER_E2E, fleet_stats_and_compare_answer_as_the_local_store)
+{
+	static const char *const queries[][7] = {
+		{ "stats", "cpu.time_ns" },
+		{ "stats", "cpu.time_ns", "--by", "job" },
+		{ "stats", "cpu.time_ns", "--by", "job", "--json" },
+		{ "stats", "wall_ns", "--by", "job", "--json" },
+		{ "stats", "mem.peak_bytes", "--label", "job=build", "--json" },
+		{ "stats", "cpu.peak_cores", "--by", "ncpu", "--json" },
+		{ "stats", "--sizing" },
+		{ "stats", "--sizing", "--json" },
+		{ "compare", CD_TARGET, "--json" },
+		{ "compare", CD_TARGET, "--format", "markdown" },
+		{ "compare", CD_TARGET, "--last", "3" },
+		{ "compare", "b-1" },
+	};
+	struct tu_result r, local;
+	struct store *s;
+	struct host h;
+	struct lab l;
+
+	if (!lab_up(&l))
+		return;
+	host_init(&h, &l, "worker-s", "m5.large", NULL, NULL);
+	s = cd_store(h.db);
+	if (!s)
+		return;
+	store__close(s);
+	tu_tp(&r, 60, "ship", "--backfill", "--config", h.conf, NULL);
+	ASSERT_EQ(r.status, 0, "ship --backfill");
+	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), CD_TASKS,
+		  "every task in the fleet");
+	for (size_t i = 0; i < ARRAY_SIZE(queries); i++) {
+		char *argv[16], line[128] = "";
+		int n = 0;
+
+		argv[n++] = (char *)tu_bin();
+		for (int k = 0; k < 7 && queries[i][k]; k++) {
+			argv[n++] = (char *)queries[i][k];
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s",
+				 queries[i][k]);
+		}
+		argv[n++] = "--db";
+		argv[n++] = h.db;
+		argv[n] = NULL;
+		tu_run(argv, &local, 60);
+		argv[n - 1] = l.conninfo;
+		argv[n++] = "--config";
+		argv[n++] = h.conf;
+		argv[n] = NULL;
+		tu_run(argv, &r, 60);
+		CHECK(local.status == 0 && r.status == 0, "%s: local %d, fleet %d: %s%s", line,
+		      local.status, r.status, local.err, r.err);
+		CHECK(!strcmp(r.out, local.out), "%s: the fleet answers\n%s\nthe host\n%s", line,
+		      r.out, local.out);
+	}
+	/* A real answer, not two empty ones. */
+	tu_tp(&r, 60, "stats", "cpu.time_ns", "--by", "job", "--db", l.conninfo, "--config", h.conf,
+	      NULL);
+	CHECK(strstr(r.out, "\nbuild ") != NULL, "build's row: %s", r.out);
 }

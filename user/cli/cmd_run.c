@@ -31,12 +31,14 @@
 #include "session/hostinfo.h"
 #include "session/output.h"
 #include "session/session.h"
+#include "store/compare.h"
 #include "store/ship.h"
 #include "store/query.h"
 #include "store/spool.h"
 #include "store/store.h"
 #include "view/perfherder.h"
 #include "view/report.h"
+#include "view/compare.h"
 #include "view/summary.h"
 
 #ifndef CLONE_INTO_CGROUP
@@ -79,7 +81,8 @@ const char run_usage[] =
 	"  --perfherder-file F  write Treeherder's performance artifact to F at the end\n"
 	"                    (Treeherder reads artifacts named *perfherder-data*.json)\n"
 	"  --summary-file F  append the task's Markdown report to F at its end (a runner\n"
-	"                    passes $GITHUB_STEP_SUMMARY)\n"
+	"                    passes $GITHUB_STEP_SUMMARY); with a job label and earlier\n"
+	"                    tasks of that job stored, 'compare --format markdown' too\n"
 	"  --rules FILE      counting rules (output|exec NAME [anchor] REGEX per line)\n"
 	"  --strict          fail (125, CMD not run) when the collector cannot work,\n"
 	"                    rather than run CMD measured as far as possible\n"
@@ -436,7 +439,27 @@ struct run_state {
 	bool main_done;
 };
 
-/* The task's Markdown report, appended to a CI job's summary file (said if it fails). */
+/*
+ * The task against the last tasks of its job (compare), after its report in the job
+ * summary: only when it has a job label and the store a history for it.
+ */
+static void append_compare(FILE *f, const struct run_opts *o, const struct json *rec)
+{
+	const char *job = json_str(json_get(rec, "labels"), "job");
+	struct compare c;
+	struct store *s;
+
+	if (o->no_db || !*job)
+		return;
+	s = query_open_store(o->db_path, o->config_path);
+	if (!s)
+		return;
+	if (!compare__build(&c, s, rec, "job", job, COMPARE_LAST_DEFAULT) && c.history)
+		compare_markdown(f, &c);
+	compare__free(&c);
+	store__close(s);
+}
+
 /*
  * The task's Markdown report appended to path (a job page's summary): its charts from
  * the series, which an embedded run holds and a daemon's task has in the store.
@@ -450,6 +473,7 @@ static void append_summary(struct run_state *st, const char *path, const struct 
 	struct json *j = NULL;
 	FILE *m = open_memstream(&text, &len), *f;
 	struct jw w;
+	bool bad;
 
 	if (m) {
 		jw_init(&w, m, false);
@@ -467,7 +491,14 @@ static void append_summary(struct run_state *st, const char *path, const struct 
 		in.n = q.n;
 	}
 	f = j ? fopen(path, "ae") : NULL;
-	if (!f || (report_markdown(f, &in) | fclose(f)))
+	bad = !f;
+	if (f) {
+		bad = report_markdown(f, &in) != 0;
+		if (!bad)
+			append_compare(f, st->o, j);
+		bad = (fclose(f) != 0) || bad;
+	}
+	if (bad)
 		tp_err("cannot append the summary to %s: %s", path,
 		       j ? strerror(errno ? errno : EIO) : "out of memory");
 	query_task__free(&q);

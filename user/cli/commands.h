@@ -61,6 +61,10 @@ extern const char export_usage[], report_usage[];
 extern const char daemon_usage[], task_usage[], top_usage[];
 extern const char doctor_usage[];
 
+int cmd_compare(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+extern const char compare_usage[], stats_usage[];
+
 int cmd_phase(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 extern const char phase_usage[], emit_usage[];

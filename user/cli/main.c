@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{ "hist", cmd_hist, "a stored task's histograms as text bars" },
 	{ "series", cmd_series, "a stored task's time series in fixed buckets" },
 	{ "count", cmd_count, "a metric summed over stored tasks, grouped by a label" },
+	{ "stats", cmd_stats, "a metric's count, min, p50, p90, p99, max over stored tasks" },
+	{ "compare", cmd_compare, "a stored task beside the last N tasks with its label value" },
 	{ "daemon", cmd_daemon, "one collector for the host, for tasks that workers start" },
 	{ "task", cmd_task, "start or end a worker's own cgroup as a task of the daemon" },
 	{ "top", cmd_top, "a live table of the running tasks" },

@@ -452,6 +452,168 @@ static int pg_count(void *be, const char *metric, const struct store_filter *f, 
 	return 0;
 }
 
+/* "{a,b,c}", a float8[] as text, into up to n doubles: how many. */
+static int parse_doubles(const char *s, double *v, int n)
+{
+	int i = 0;
+
+	if (!s || *s++ != '{')
+		return 0;
+	while (*s && *s != '}' && i < n) {
+		char *end;
+
+		v[i++] = strtod(s, &end);
+		if (end == s)
+			return i - 1;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return i;
+}
+
+/*
+ * The quantiles are PostgreSQL's own percentile_cont, over one sort per group; groups
+ * in byte order (COLLATE "C"), as SQLite orders them, whatever the database's locale.
+ */
+static int pg_stats(void *be, const char *metric, const struct store_filter *f,
+		    const char *const *by, int nby, store_stats_fn fn, void *ctx)
+{
+	struct sink *k = be;
+	bool wall = !strcmp(metric, STORE_WALL);
+	int ncols = nby ? nby : 1, first;
+	char sql[2048], *labels;
+	struct params p = { 0 };
+	PGresult *r;
+
+	p_text(&p, metric);
+	p_num(&p, f->since_ns);
+	sql[0] = '\0';
+	for (int i = 0; i < nby; i++) {
+		p_text(&p, by[i]);
+		cat(sql, sizeof(sql), "%sCOALESCE(t.labels->>$%d, '(none)')", i ? ", " : "SELECT ",
+		    p.n);
+	}
+	if (!nby)
+		cat(sql, sizeof(sql), "SELECT 'all'");
+	cat(sql, sizeof(sql),
+	    ", count(*), min(m.value), max(m.value), percentile_cont(ARRAY[0.5, 0.9, 0.99]"
+	    "::float8[]) WITHIN GROUP (ORDER BY m.value) FROM %s m JOIN taskprobe.tasks t"
+	    " ON t.tid = m.task AND t.start_ns >= $2 WHERE t.status IN " STORE_RAN_SQL,
+	    wall ? "(SELECT tid AS task, $1::text AS name, start_ns, wall_ns::float8 AS value"
+		   " FROM taskprobe.tasks WHERE wall_ns IS NOT NULL)"
+		 : "taskprobe.metrics");
+	cat(sql, sizeof(sql), " AND m.name = $1 AND m.start_ns >= $2");
+	if (where_labels(&p, f, sql, sizeof(sql), &labels))
+		return -ENOMEM;
+	cat(sql, sizeof(sql), " GROUP BY 1");
+	for (int i = 1; i < nby; i++)
+		cat(sql, sizeof(sql), ", %d", i + 1);
+	/* An output column's number is no expression to collate: each label again. */
+	for (int i = 0; i < nby; i++)
+		cat(sql, sizeof(sql), "%sCOALESCE(t.labels->>$%d, '(none)') COLLATE \"C\"",
+		    i ? ", " : " ORDER BY ", 3 + i);
+	r = query(k, sql, &p, 0);
+	free(labels);
+	if (!r)
+		return -EIO;
+	first = ncols;
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct store_stats_row row = { 0 };
+		double q[3] = { 0 };
+
+		for (int c = 0; c < ncols; c++)
+			row.group[c] = val(r, i, c);
+		row.tasks = strtol(PQgetvalue(r, i, first), NULL, 10);
+		row.min = strtod(PQgetvalue(r, i, first + 1), NULL);
+		row.max = strtod(PQgetvalue(r, i, first + 2), NULL);
+		parse_doubles(val(r, i, first + 3), q, 3);
+		row.p50 = q[0];
+		row.p90 = q[1];
+		row.p99 = q[2];
+		if (fn(ctx, &row))
+			break;
+	}
+	PQclear(r);
+	return 0;
+}
+
+static int pg_history(void *be, const struct store_history *h, store_history_fn fn, void *ctx)
+{
+	struct sink *k = be;
+	struct params p = { 0 };
+	PGresult *r;
+
+	p_text(&p, h->key);
+	p_text(&p, h->value);
+	p_num(&p, (long long)h->before_ns);
+	p_text(&p, h->id ? h->id : "");
+	p_text(&p, h->host ? h->host : "");
+	p_num(&p, (long long)h->start_ns);
+	p_num(&p, h->limit);
+	/* The label as jsonb containment: the tasks' GIN index answers it. */
+	r = query(k,
+		  "SELECT t.tid, t.id, t.start_ns, t.wall_ns, t.record FROM taskprobe.tasks t"
+		  " WHERE t.labels @> jsonb_build_object($1::text, $2::text)"
+		  " AND t.status IN " STORE_RAN_SQL " AND t.record IS NOT NULL"
+		  " AND t.wall_ns IS NOT NULL AND t.start_ns < $3"
+		  " AND NOT (t.id = $4 AND t.host = $5 AND t.start_ns = $6)"
+		  " ORDER BY t.start_ns DESC, t.tid DESC LIMIT $7",
+		  &p, 0);
+	if (!r)
+		return -EIO;
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct store_history_row row = {
+			.tid = strtoll(PQgetvalue(r, i, 0), NULL, 10),
+			.id = val(r, i, 1),
+			.start_ns = strtoull(PQgetvalue(r, i, 2), NULL, 10),
+			.wall_ns = strtoull(PQgetvalue(r, i, 3), NULL, 10),
+			.record = val(r, i, 4),
+		};
+
+		if (fn(ctx, &row))
+			break;
+	}
+	PQclear(r);
+	return 0;
+}
+
+static int pg_metrics(void *be, const __s64 *tids, size_t n, store_metric_fn fn, void *ctx)
+{
+	struct sink *k = be;
+	struct params p = { 0 };
+	char *arr = malloc(n * 24 + 3);
+	size_t used = 0;
+	PGresult *r;
+
+	if (!arr)
+		return -ENOMEM;
+	/* The tasks as one bigint[] parameter: "{1,2,3}". */
+	arr[used++] = '{';
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)sprintf(arr + used, "%s%lld", i ? "," : "", (long long)tids[i]);
+	arr[used++] = '}';
+	arr[used] = '\0';
+	p_text(&p, arr);
+	r = query(k,
+		  "SELECT task, name, value FROM taskprobe.metrics WHERE task = ANY($1::bigint[])"
+		  " ORDER BY task, name COLLATE \"C\"",
+		  &p, 0);
+	free(arr);
+	if (!r)
+		return -EIO;
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct store_metric_row row = {
+			.tid = strtoll(PQgetvalue(r, i, 0), NULL, 10),
+			.name = val(r, i, 1),
+			.value = strtod(PQgetvalue(r, i, 2), NULL),
+		};
+
+		if (fn(ctx, &row))
+			break;
+	}
+	PQclear(r);
+	return 0;
+}
+
 static void pg_close(void *be)
 {
 	sink__close(be);
@@ -490,4 +652,7 @@ const struct store_ops pgstore_ops = {
 	.labels = pg_labels,
 	.has_metric = pg_has_metric,
 	.count = pg_count,
+	.stats = pg_stats,
+	.history = pg_history,
+	.metrics = pg_metrics,
 };

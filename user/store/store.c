@@ -340,3 +340,27 @@ int store__statuses(struct store *s, store_status_fn fn, void *ctx)
 {
 	return s->ops->statuses ? s->ops->statuses(s->be, fn, ctx) : unanswered(s, "statuses");
 }
+
+int store__stats(struct store *s, const char *metric, const struct store_filter *f,
+		 const char *const *by, int nby, store_stats_fn fn, void *ctx)
+{
+	if (nby < 0 || nby > STORE_BY_MAX)
+		return -EINVAL;
+	return s->ops->stats ? s->ops->stats(s->be, metric, f, by, nby, fn, ctx)
+			     : unanswered(s, "stats");
+}
+
+int store__history(struct store *s, const struct store_history *h, store_history_fn fn, void *ctx)
+{
+	return s->ops->history ? s->ops->history(s->be, h, fn, ctx) : unanswered(s, "history");
+}
+
+int store__metrics(struct store *s, const __s64 *tids, size_t n, store_metric_fn fn, void *ctx)
+{
+	if (n > STORE_TIDS_MAX)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	return s->ops->metrics ? s->ops->metrics(s->be, tids, n, fn, ctx)
+			       : unanswered(s, "metrics");
+}

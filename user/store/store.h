@@ -115,6 +115,18 @@ int store__count(struct store *s, const char *metric, const struct store_filter 
 int store__totals(struct store *s, const char *label, store_total_fn fn, void *ctx);
 /* How many stored tasks have each status. */
 int store__statuses(struct store *s, store_status_fn fn, void *ctx);
+/*
+ * A metric (or STORE_WALL) over the tasks of f that ran to their end (STORE_RAN_SQL):
+ * count, min, p50, p90, p99 and max, grouped by the nby labels of by (none: one group,
+ * "all"), each label's values in byte order; quantiles as PostgreSQL's percentile_cont.
+ */
+int store__stats(struct store *s, const char *metric, const struct store_filter *f,
+		 const char *const *by, int nby, store_stats_fn fn, void *ctx);
+/* The last h->limit tasks of h that ran to their end, newest first. */
+int store__history(struct store *s, const struct store_history *h, store_history_fn fn, void *ctx);
+/* The metrics of the n tasks tids (at most STORE_TIDS_MAX), by task, then by name. */
+#define STORE_TIDS_MAX 500
+int store__metrics(struct store *s, const __s64 *tids, size_t n, store_metric_fn fn, void *ctx);
 
 /* q's outbox: up to n waiting tasks after tid after, oldest first; how many, or -EIO. */
 int store__outbox(struct store *s, enum store_queue q, __s64 after, __s64 *tids, int n);

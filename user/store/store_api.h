@@ -93,6 +93,52 @@ typedef int (*store_status_fn)(void *ctx, const struct store_status_row *row);
  */
 enum store_queue { STORE_Q_FLEET, STORE_Q_OTLP, STORE_QUEUES };
 
+/*
+ * The statuses of tasks that ran to their end, whose figures stats and compare read
+ * (not_found, exec_failed: nothing ran; interrupted: part of a task), as SQL.
+ */
+#define STORE_RAN_SQL "('exited', 'signaled', 'ended')"
+/* The task's wall time: a figure of the tasks' rows, not of the metrics table. */
+#define STORE_WALL "wall_ns"
+/* How many labels stats groups by at most. */
+#define STORE_BY_MAX 3
+
+/* One group of a stats query: percentile_cont's quantiles (base/quantile.h). */
+struct store_stats_row {
+	const char *group[STORE_BY_MAX]; /* each --by label's value, or "(none)"; "all" */
+	long tasks;
+	double min, p50, p90, p99, max;
+};
+
+typedef int (*store_stats_fn)(void *ctx, const struct store_stats_row *row);
+
+/* A task's history: the ended tasks a compare reads, newest first. */
+struct store_history {
+	const char *key, *value; /* the label each one has */
+	__u64 before_ns;	 /* started before this (the compared task's end) */
+	const char *id, *host;	 /* the compared task itself, left out */
+	__u64 start_ns;
+	long limit;
+};
+
+struct store_history_row {
+	__s64 tid;
+	const char *id;
+	__u64 start_ns;
+	__u64 wall_ns;
+	const char *record; /* its JSON record (its phases) */
+};
+
+typedef int (*store_history_fn)(void *ctx, const struct store_history_row *row);
+
+struct store_metric_row {
+	__s64 tid;
+	const char *name;
+	double value;
+};
+
+typedef int (*store_metric_fn)(void *ctx, const struct store_metric_row *row);
+
 /* Metrics stored per remote host too (http.*, net.tcp.*, net.tx/rx_bytes). */
 bool store_remote_metric(const char *metric);
 
@@ -116,6 +162,10 @@ struct store_ops {
 		     const char *host, store_count_fn fn, void *ctx);
 	int (*totals)(void *be, const char *label, store_total_fn fn, void *ctx);
 	int (*statuses)(void *be, store_status_fn fn, void *ctx);
+	int (*stats)(void *be, const char *metric, const struct store_filter *f,
+		     const char *const *by, int nby, store_stats_fn fn, void *ctx);
+	int (*history)(void *be, const struct store_history *h, store_history_fn fn, void *ctx);
+	int (*metrics)(void *be, const __s64 *tids, size_t n, store_metric_fn fn, void *ctx);
 };
 
 #endif /* TP_STORE_API_H */

@@ -2,10 +2,12 @@
 /* The queries over the SQLite store: sqlite_ops, its table of operations for store.c. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
 
+#include "base/quantile.h"
 #include "base/util.h"
 #include "model/series.h"
 #include "store/store.h"
@@ -397,6 +399,203 @@ static int sqlite_statuses(void *be, store_status_fn fn, void *ctx)
 	return err;
 }
 
+/* A stats query's rows, ordered by group: one group's values gathered, then its row. */
+struct stats_ctx {
+	int nby, ncols;
+	char *group[STORE_BY_MAX]; /* the group being gathered (copies) */
+	double *v;
+	size_t n, cap;
+	store_stats_fn fn;
+	void *ctx;
+	int err;
+};
+
+static int stats_flush(struct stats_ctx *sc)
+{
+	struct store_stats_row r = { .tasks = (long)sc->n };
+	int stop;
+
+	if (!sc->n)
+		return 0;
+	quantile_sort(sc->v, sc->n);
+	for (int i = 0; i < sc->ncols; i++)
+		r.group[i] = sc->group[i];
+	r.min = sc->v[0];
+	r.p50 = quantile_cont(sc->v, sc->n, 0.5);
+	r.p90 = quantile_cont(sc->v, sc->n, 0.9);
+	r.p99 = quantile_cont(sc->v, sc->n, 0.99);
+	r.max = sc->v[sc->n - 1];
+	stop = sc->fn(sc->ctx, &r);
+	sc->n = 0;
+	return stop;
+}
+
+static int stats_row(sqlite3_stmt *st, void *ctx)
+{
+	struct stats_ctx *sc = ctx;
+	bool same = sc->n > 0;
+
+	for (int i = 0; i < sc->ncols && same; i++)
+		same = !strcmp(sc->group[i], sqlite__col_text(st, i));
+	if (!same) {
+		if (stats_flush(sc))
+			return 1;
+		for (int i = 0; i < sc->ncols; i++) {
+			free(sc->group[i]);
+			sc->group[i] = strdup(sqlite__col_text(st, i));
+			if (!sc->group[i]) {
+				sc->err = -ENOMEM;
+				return 1;
+			}
+		}
+	}
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 256;
+		double *v = realloc(sc->v, cap * sizeof(*v));
+
+		if (!v) {
+			sc->err = -ENOMEM;
+			return 1;
+		}
+		sc->v = v;
+		sc->cap = cap;
+	}
+	sc->v[sc->n++] = sqlite3_column_double(st, sc->ncols);
+	return 0;
+}
+
+/*
+ * Every value of the metric, by group and in order, the quantiles computed here as
+ * PostgreSQL's percentile_cont computes them (the fleet's stats are its own SQL).
+ */
+static int sqlite_stats(void *be, const char *metric, const struct store_filter *f,
+			const char *const *by, int nby, store_stats_fn fn, void *ctx)
+{
+	struct store *s = be;
+	struct stats_ctx sc = { .nby = nby, .ncols = nby ? nby : 1, .fn = fn, .ctx = ctx };
+	sqlite3_stmt *st;
+	char sql[4096];
+	int err;
+
+	sql[0] = '\0';
+	for (int i = 0; i < nby; i++)
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+			 "%sCOALESCE(g%d.value, '(none)')", i ? ", " : "SELECT ", i);
+	if (!nby)
+		strncat(sql, "SELECT 'all'", sizeof(sql) - strlen(sql) - 1);
+	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+		 ", m.value FROM %s m JOIN tasks t ON t.tid = m.task",
+		 strcmp(metric, STORE_WALL)
+			 ? "metrics"
+			 : "(SELECT tid AS task, '" STORE_WALL "' AS name,"
+			   " wall_ns AS value FROM tasks WHERE wall_ns IS NOT NULL)");
+	for (int i = 0; i < nby; i++)
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+			 " LEFT JOIN labels g%d ON g%d.task = t.tid AND g%d.key = ?%d", i, i, i,
+			 3 + i);
+	strncat(sql, " WHERE m.name = ?1 AND t.start_ns >= ?2 AND t.status IN " STORE_RAN_SQL,
+		sizeof(sql) - strlen(sql) - 1);
+	filter_sql(sql, sizeof(sql), "t.tid", f->nlabels);
+	strncat(sql, " ORDER BY 1", sizeof(sql) - strlen(sql) - 1);
+	for (int i = 1; i < nby; i++)
+		snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), ", %d", i + 1);
+	strncat(sql, ", m.value", sizeof(sql) - strlen(sql) - 1);
+	if (sqlite__prepare(s, sql, &st))
+		return -EIO;
+	/* ?1 metric, ?2 since, ?3... the --by labels; then the filters' own. */
+	sqlite3_bind_text(st, 1, metric, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, f->since_ns);
+	for (int i = 0; i < nby; i++)
+		sqlite3_bind_text(st, 3 + i, by[i], -1, SQLITE_STATIC);
+	bind_filters(st, 3 + nby, f);
+	err = each_row(s, st, stats_row, &sc);
+	if (!err && !sc.err)
+		stats_flush(&sc);
+	for (int i = 0; i < sc.ncols; i++)
+		free(sc.group[i]);
+	free(sc.v);
+	return err ? err : sc.err;
+}
+
+struct history_ctx {
+	store_history_fn fn;
+	void *ctx;
+};
+
+static int history_row(sqlite3_stmt *st, void *ctx)
+{
+	struct history_ctx *hc = ctx;
+	struct store_history_row r = {
+		.tid = sqlite3_column_int64(st, 0),
+		.id = sqlite__col_text(st, 1),
+		.start_ns = (__u64)sqlite3_column_int64(st, 2),
+		.wall_ns = (__u64)sqlite3_column_int64(st, 3),
+		.record = sqlite__col_text(st, 4),
+	};
+
+	return hc->fn(hc->ctx, &r);
+}
+
+static int sqlite_history(void *be, const struct store_history *h, store_history_fn fn, void *ctx)
+{
+	struct store *s = be;
+	struct history_ctx hc = { fn, ctx };
+	sqlite3_stmt *st;
+
+	if (sqlite__prepare(s,
+			    "SELECT t.tid, t.id, t.start_ns, t.wall_ns, t.record FROM labels l"
+			    " JOIN tasks t ON t.tid = l.task WHERE l.key = ?1 AND l.value = ?2"
+			    " AND t.status IN " STORE_RAN_SQL " AND t.record IS NOT NULL"
+			    " AND t.wall_ns IS NOT NULL AND t.start_ns < ?3"
+			    " AND NOT (t.id = ?4 AND t.host = ?5 AND t.start_ns = ?6)"
+			    " ORDER BY t.start_ns DESC, t.tid DESC LIMIT ?7",
+			    &st))
+		return -EIO;
+	sqlite3_bind_text(st, 1, h->key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, h->value, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)h->before_ns);
+	sqlite3_bind_text(st, 4, h->id ? h->id : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, h->host ? h->host : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)h->start_ns);
+	sqlite3_bind_int64(st, 7, h->limit);
+	return each_row(s, st, history_row, &hc);
+}
+
+struct metric_ctx {
+	store_metric_fn fn;
+	void *ctx;
+};
+
+static int metric_row(sqlite3_stmt *st, void *ctx)
+{
+	struct metric_ctx *mc = ctx;
+	struct store_metric_row r = {
+		.tid = sqlite3_column_int64(st, 0),
+		.name = sqlite__col_text(st, 1),
+		.value = sqlite3_column_double(st, 2),
+	};
+
+	return mc->fn(mc->ctx, &r);
+}
+
+static int sqlite_metrics(void *be, const __s64 *tids, size_t n, store_metric_fn fn, void *ctx)
+{
+	struct store *s = be;
+	struct metric_ctx mc = { fn, ctx };
+	char sql[128 + 2 * STORE_TIDS_MAX];
+	sqlite3_stmt *st;
+
+	snprintf(sql, sizeof(sql), "SELECT task, name, value FROM metrics WHERE task IN (");
+	for (size_t i = 0; i < n; i++)
+		strncat(sql, i ? ",?" : "?", sizeof(sql) - strlen(sql) - 1);
+	strncat(sql, ") ORDER BY task, name", sizeof(sql) - strlen(sql) - 1);
+	if (sqlite__prepare(s, sql, &st))
+		return -EIO;
+	for (size_t i = 0; i < n; i++)
+		sqlite3_bind_int64(st, (int)i + 1, tids[i]);
+	return each_row(s, st, metric_row, &mc);
+}
+
 const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.list = sqlite_list,
@@ -408,4 +607,7 @@ const struct store_ops sqlite_ops = {
 	.count = sqlite_count,
 	.totals = sqlite_totals,
 	.statuses = sqlite_statuses,
+	.stats = sqlite_stats,
+	.history = sqlite_history,
+	.metrics = sqlite_metrics,
 };

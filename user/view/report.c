@@ -635,8 +635,7 @@ static void mermaid_name(FILE *f, const char *s)
 	}
 }
 
-/* Markdown table text: | and line breaks would end the cell. */
-static void md_cell(FILE *f, const char *s)
+void report_md_cell(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		if (*s == '|')
@@ -709,7 +708,7 @@ int report_markdown(FILE *f, const struct report_input *in)
 	char a[64], b[64];
 
 	fputs("### taskprobe: task `", f);
-	md_cell(f, json_str(rec, "id"));
+	report_md_cell(f, json_str(rec, "id"));
 	fprintf(f, "`\n\n| | |\n| --- | --- |\n| status | %s, exit status %.0f |\n",
 		json_str(rec, "status"), json_num(rec, "exit_status"));
 	fprintf(f, "| wall | %s (started %s UTC) |\n",
@@ -727,7 +726,7 @@ int report_markdown(FILE *f, const struct report_input *in)
 	fprintf(f, "| network | %.0f connect failures, %.0f HTTP failures |\n",
 		metric(rec, "net.tcp.connect_failures"), metric(rec, "http.failures"));
 	fputs("| host | ", f);
-	md_cell(f, json_str(rec, "host"));
+	report_md_cell(f, json_str(rec, "host"));
 	fputs(" |\n\n", f);
 	md_charts(f, in);
 	if (json_len(phases)) {
@@ -754,7 +753,7 @@ int report_markdown(FILE *f, const struct report_input *in)
 			const struct json *p = json_at(phases, i);
 
 			fputs("| ", f);
-			md_cell(f, json_str(p, "name"));
+			report_md_cell(f, json_str(p, "name"));
 			fprintf(f, " | %.3f s | %s | %s | %.0f |\n", json_num(p, "start_ms") / 1e3,
 				tp_fmt_dur(a, sizeof(a), (__u64)json_num(p, "wall_ns")),
 				tp_fmt_dur(b, sizeof(b), (__u64)json_num(p, "cpu_ns")),
@@ -773,7 +772,7 @@ int report_markdown(FILE *f, const struct report_input *in)
 			const struct json *p = json_at(progs, i);
 
 			fputs("| ", f);
-			md_cell(f, json_str(p, "path"));
+			report_md_cell(f, json_str(p, "path"));
 			fprintf(f, " | %s | %.0f |\n",
 				tp_fmt_dur(a, sizeof(a), (__u64)json_num(p, "cpu_ns")),
 				json_num(p, "execs"));
@@ -790,7 +789,7 @@ int report_markdown(FILE *f, const struct report_input *in)
 
 			fprintf(f, "| %.3f s | %s | ", json_num(e, "t_ms") / 1e3,
 				json_str(e, "kind"));
-			md_cell(f, json_str(e, "detail"));
+			report_md_cell(f, json_str(e, "detail"));
 			fputs(" |\n", f);
 		}
 		fputs("\n</details>\n\n", f);

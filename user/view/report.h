@@ -32,4 +32,7 @@ int report_html(FILE *f, const struct report_input *in);
  */
 int report_markdown(FILE *f, const struct report_input *in);
 
+/* Markdown table text: | and line breaks would end the cell, < would open HTML. */
+void report_md_cell(FILE *f, const char *s);
+
 #endif /* TP_REPORT_H */
