@@ -8,7 +8,9 @@
 #include "base/htab.h"
 #include "base/json.h"
 #include "collector/cgroup.h"
+#include "collector/hostread.h"
 #include "harness.h"
+#include "model/hostctx.h"
 #include "model/metric_descs.h"
 #include "model/phases.h"
 #include "model/rules.h"
@@ -435,4 +437,110 @@ TEST(TIER_UNIT, task_record_doc_lists_every_metric)
 		snprintf(want, sizeof(want), "`%s`", hist_descs[i].name);
 		CHECK(strstr(doc, want), "docs/task-record.md does not list %s", want);
 	}
+}
+
+/* A pressure file's totals; one without "full" (cpu before Linux 5.13) still counts. */
+TEST(TIER_UNIT, psi_files_parse)
+{
+	__u64 some, full;
+
+	ASSERT_OK(psi_parse("some avg10=0.20 avg60=7.51 avg300=7.90 total=52705502\n"
+			    "full avg10=0.00 avg60=0.00 avg300=0.00 total=17\n",
+			    &some, &full),
+		  "both lines");
+	ASSERT_EQ(some, 52705502, "some");
+	ASSERT_EQ(full, 17, "full");
+	ASSERT_OK(psi_parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=9\n", &some, &full),
+		  "no full line");
+	ASSERT_EQ(some, 9, "some");
+	ASSERT_EQ(full, 0, "no full: 0");
+	ASSERT_EQ(psi_parse("full avg10=0.00 total=3\n", &some, &full), -EINVAL, "no some line");
+	ASSERT_EQ(psi_parse("some avg10=0.00\nfull total=3\n", &some, &full), -EINVAL,
+		  "some without its total");
+	ASSERT_EQ(psi_parse("", &some, &full), -EINVAL, "empty");
+}
+
+static struct cg_usage cg(const char *rel, __u64 us)
+{
+	return (struct cg_usage){ (char *)rel, us };
+}
+
+static bool name_worker(void *ctx, const char *rel, char *id, size_t len)
+{
+	if (strcmp(rel, "/workers/job7"))
+		return false;
+	snprintf(id, len, "job7");
+	return true;
+}
+
+/*
+ * Who used the host: each cgroup's own CPU (less its children's), a task's subtree as
+ * one named by its id, the measured task's subtree left out, a cgroup made meanwhile
+ * counted whole, the root's own from its usage less its children's (never below 0).
+ */
+TEST(TIER_UNIT, host_others_are_each_cgroups_own_cpu)
+{
+	/* Sorted as a walk sorts them: a subtree right after its root. */
+	struct cg_usage a[] = {
+		cg("", 1000000),
+		cg("/system.slice", 100000),
+		cg("/system.slice/db.service", 60000),
+		cg("/taskprobe", 0),
+		cg("/taskprobe/me", 0),
+		cg("/taskprobe/other", 5000),
+		cg("/taskprobe/other/sub", 1000),
+		cg("/workers", 0),
+		cg("/workers/job7", 0),
+	};
+	struct cg_usage b[] = {
+		cg("", 5000000),
+		cg("/system.slice", 900000), /* +800 ms, of which db +700 */
+		cg("/system.slice/db.service", 760000),
+		cg("/system.slice/new.service", 50000),
+		cg("/taskprobe", 2300000), /* the task 2 s, other 300 ms */
+		cg("/taskprobe/me", 2000000),
+		cg("/taskprobe/me/nested", 500000),
+		cg("/taskprobe/other", 305000),
+		cg("/taskprobe/other/sub", 201000),
+		cg("/workers", 40000),
+		cg("/workers/job7", 40000),
+	};
+	struct host_snap sa = { .cgs = a, .ncgs = ARRAY_SIZE(a) };
+	struct host_snap sb = { .cgs = b, .ncgs = ARRAY_SIZE(b) };
+	struct host_context h = { 0 };
+	const struct host_other *o;
+
+	host_context__compute(&h, &sa, &sb, "/taskprobe/me", 2000000000ULL, name_worker, NULL);
+	ASSERT_TRUE(h.have_cpu, "measured");
+	/* root own: 4000 - (800 + 2300 + 40) = 860 ms; others: 860 + 800 + 300 + 40 */
+	ASSERT_EQ(h.other_cpu_ns, 2000000000ULL, "the rest: every cgroup's own but the task's");
+	ASSERT_EQ(h.host_cpu_ns, 4000000000ULL, "the host: the rest and the task");
+	o = &h.others[0];
+	ASSERT_TRUE(!strcmp(o->name, "/") && o->cpu_ns == 860000000ULL, "the root's own first");
+	o = &h.others[1];
+	ASSERT_TRUE(!strcmp(o->name, "/system.slice/db.service") && o->cpu_ns == 700000000ULL,
+		    "a service by its own CPU");
+	o = &h.others[2];
+	ASSERT_TRUE(o->kind == HOST_OTHER_TASK && !strcmp(o->name, "other") &&
+			    o->cpu_ns == 300000000ULL,
+		    "another task of taskprobe's, its subtree as one, by its id");
+	o = &h.others[3];
+	ASSERT_TRUE(!strcmp(o->name, "/system.slice") && o->cpu_ns == 50000000ULL,
+		    "the slice's own: 800 ms less its services' 750");
+	o = &h.others[4];
+	ASSERT_TRUE(!strcmp(o->name, "/system.slice/new.service") && o->cpu_ns == 50000000ULL,
+		    "a cgroup made meanwhile: all of its CPU");
+	o = &h.others[5];
+	ASSERT_TRUE(o->kind == HOST_OTHER_TASK && !strcmp(o->name, "job7") &&
+			    o->cpu_ns == 40000000ULL,
+		    "a worker's task named by the daemon");
+	ASSERT_EQ(h.nothers, 6, "nothing of the task, nor the empty ones");
+	for (int i = 0; i < h.nothers; i++)
+		CHECK(strncmp(h.others[i].name, "/taskprobe/me", 13), "the task itself: %s",
+		      h.others[i].name);
+
+	/* The root's ticks short of its children's clock: its own is 0, not negative. */
+	b[0].usage_us = 2000000;
+	host_context__compute(&h, &sa, &sb, "/taskprobe/me", 2000000000ULL, name_worker, NULL);
+	ASSERT_EQ(h.other_cpu_ns, 1140000000ULL, "the root's own clamped at 0");
 }

@@ -94,6 +94,9 @@ bool collect_has(unsigned mask, const char *name, bool mem_from_cgroup)
 
 	if (!strcmp(name, "mem.peak_bytes"))
 		return mem_from_cgroup || (mask & COLLECT_MEM && !(mask & COLLECT_CGROUP_ONLY));
+	/* The host around the task and pressure: the kernel's files, with or without BPF. */
+	if (!strncmp(name, "host.", 5) || !strncmp(name, "psi.", 4))
+		return true;
 	if (mask & COLLECT_CGROUP_ONLY) {
 		for (size_t i = 0; i < sizeof(from_cgroup) / sizeof(from_cgroup[0]); i++)
 			if (!strcmp(name, from_cgroup[i]))

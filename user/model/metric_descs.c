@@ -61,6 +61,50 @@ static void set_mem_peak(struct task_record *t, double v)
 	t->fig.mem.peak_rss_bytes = (__s64)v;
 }
 
+static bool get_host_cpu(const struct task_record *t, double *v)
+{
+	*v = (double)t->hctx.host_cpu_ns;
+	return t->hctx.have_cpu;
+}
+
+static bool get_other_cpu(const struct task_record *t, double *v)
+{
+	*v = (double)t->hctx.other_cpu_ns;
+	return t->hctx.have_cpu;
+}
+
+static bool get_other_cores(const struct task_record *t, double *v)
+{
+	*v = t->wall_ns ? (double)t->hctx.other_cpu_ns / (double)t->wall_ns : 0.0;
+	return t->hctx.have_cpu;
+}
+
+/* A pressure total of the task (host false) or the host, resource r, some or full. */
+static bool get_psi(const struct psi_totals *p, int r, bool full, double *v)
+{
+	*v = (double)(full ? p->full_us[r] : p->some_us[r]) * 1000;
+	return (p->have & (1u << r)) != 0;
+}
+
+#define PSI_GET(name, who, r, full)                                                                \
+	static bool name(const struct task_record *t, double *v)                                   \
+	{                                                                                          \
+		return get_psi(&t->hctx.who, r, full, v);                                          \
+	}
+PSI_GET(get_psi_cpu_some, psi, 0, false)
+PSI_GET(get_psi_cpu_full, psi, 0, true)
+PSI_GET(get_psi_mem_some, psi, 1, false)
+PSI_GET(get_psi_mem_full, psi, 1, true)
+PSI_GET(get_psi_io_some, psi, 2, false)
+PSI_GET(get_psi_io_full, psi, 2, true)
+PSI_GET(get_hpsi_cpu_some, host_psi, 0, false)
+PSI_GET(get_hpsi_cpu_full, host_psi, 0, true)
+PSI_GET(get_hpsi_mem_some, host_psi, 1, false)
+PSI_GET(get_hpsi_mem_full, host_psi, 1, true)
+PSI_GET(get_hpsi_io_some, host_psi, 2, false)
+PSI_GET(get_hpsi_io_full, host_psi, 2, true)
+#undef PSI_GET
+
 #define CNT(n, u, key, src, field)                                                                 \
 	{                                                                                          \
 		n, u, METRIC_COUNTER, key, src, FIG(field), NULL, NULL, false                      \
@@ -78,6 +122,9 @@ static const char SRC_MERGE[] = "bpf:block_bio_backmerge,block_bio_frontmerge";
 static const char SRC_EXECVE[] = "bpf:uretprobe libc execve";
 static const char SRC_ATTACH[] = "bpf:cgroup_attach_task";
 static const char SRC_OOM[] = "bpf:mark_victim";
+static const char SRC_HOST[] = "cgroup:cpu.stat of the root and of every cgroup, /proc/PID/stat";
+static const char SRC_PSI[] = "cgroup:cpu.pressure,memory.pressure,io.pressure";
+static const char SRC_HOST_PSI[] = "/proc/pressure/cpu,memory,io";
 
 const struct metric_desc metric_descs[] = {
 	CNT("cpu.time_ns", "ns", "cpu.time_ns", SRC_SCHED, cpu.cpu_ns),
@@ -112,6 +159,26 @@ const struct metric_desc metric_descs[] = {
 	FN("mem.peak_bytes", "bytes", METRIC_GAUGE, "mem.peak_bytes", NULL, get_mem_peak,
 	   set_mem_peak, false),
 	CNT("lost_events", "count", NULL, NULL, proc.lost_events),
+	/* The host around the task (model/hostctx.h): kept in the record's host_context. */
+	FN("host.cpu_ns", "ns", METRIC_COUNTER, "host", SRC_HOST, get_host_cpu, NULL, false),
+	FN("host.other_cpu_ns", "ns", METRIC_COUNTER, NULL, NULL, get_other_cpu, NULL, false),
+	FN("host.other_avg_cores", "cores", METRIC_GAUGE, NULL, NULL, get_other_cores, NULL, true),
+	FN("psi.cpu.some_ns", "ns", METRIC_COUNTER, "psi", SRC_PSI, get_psi_cpu_some, NULL, false),
+	FN("psi.cpu.full_ns", "ns", METRIC_COUNTER, NULL, NULL, get_psi_cpu_full, NULL, false),
+	FN("psi.memory.some_ns", "ns", METRIC_COUNTER, NULL, NULL, get_psi_mem_some, NULL, false),
+	FN("psi.memory.full_ns", "ns", METRIC_COUNTER, NULL, NULL, get_psi_mem_full, NULL, false),
+	FN("psi.io.some_ns", "ns", METRIC_COUNTER, NULL, NULL, get_psi_io_some, NULL, false),
+	FN("psi.io.full_ns", "ns", METRIC_COUNTER, NULL, NULL, get_psi_io_full, NULL, false),
+	FN("host.psi.cpu.some_ns", "ns", METRIC_COUNTER, "host.psi", SRC_HOST_PSI,
+	   get_hpsi_cpu_some, NULL, false),
+	FN("host.psi.cpu.full_ns", "ns", METRIC_COUNTER, NULL, NULL, get_hpsi_cpu_full, NULL,
+	   false),
+	FN("host.psi.memory.some_ns", "ns", METRIC_COUNTER, NULL, NULL, get_hpsi_mem_some, NULL,
+	   false),
+	FN("host.psi.memory.full_ns", "ns", METRIC_COUNTER, NULL, NULL, get_hpsi_mem_full, NULL,
+	   false),
+	FN("host.psi.io.some_ns", "ns", METRIC_COUNTER, NULL, NULL, get_hpsi_io_some, NULL, false),
+	FN("host.psi.io.full_ns", "ns", METRIC_COUNTER, NULL, NULL, get_hpsi_io_full, NULL, false),
 };
 
 const size_t metric_descs_n = sizeof(metric_descs) / sizeof(metric_descs[0]);

@@ -73,6 +73,8 @@ static void finish(struct phase *p, const struct phase_snap *now)
 	for (int i = 0; i < TP_HIST_SLOTS; i++)
 		d.slots[i] = now->runq.slots[i] - p->begin.runq.slots[i];
 	p->runq_p99_ns = tp_hist__quantile(&d, 0.99);
+	p->psi = psi_totals__delta(&p->begin.psi, &now->psi);
+	p->host_psi = psi_totals__delta(&p->begin.host_psi, &now->host_psi);
 }
 
 int phases__end(struct phases *ph, const char *name, const struct phase_snap *now,
@@ -141,6 +143,14 @@ void phases__write_json(struct jw *w, const struct phases *ph)
 			jw_ku64(w, phase_fields[f].name,
 				*(const __u64 *)((const char *)p + phase_fields[f].off));
 		jw_ku64(w, "peak_mem_bytes", p->peak_mem_bytes > 0 ? (__u64)p->peak_mem_bytes : 0);
+		if (p->psi.have) {
+			jw_key(w, "pressure");
+			psi_totals__write_json(w, &p->psi);
+		}
+		if (p->host_psi.have) {
+			jw_key(w, "host_pressure");
+			psi_totals__write_json(w, &p->host_psi);
+		}
 		jw_key(w, "unfinished");
 		jw_bool(w, p->unfinished);
 		jw_obj_end(w);
@@ -168,6 +178,8 @@ int phases__from_json(struct phases *ph, const struct json *arr)
 			*(__u64 *)((char *)p + phase_fields[f].off) =
 				(__u64)json_num(e, phase_fields[f].name);
 		p->peak_mem_bytes = (__s64)json_num(e, "peak_mem_bytes");
+		psi_totals__from_json(&p->psi, json_get(e, "pressure"));
+		psi_totals__from_json(&p->host_psi, json_get(e, "host_pressure"));
 		p->unfinished = u && u->type == JSON_BOOL && u->b;
 	}
 	return 0;

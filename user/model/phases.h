@@ -11,6 +11,7 @@
 
 #include "base/hist.h"
 #include "base/json.h"
+#include "model/hostctx.h"
 #include "model/user_metrics.h"
 
 #define PHASES_MAX 1000
@@ -25,6 +26,8 @@ struct phase_snap {
 	__u64 write_bytes;
 	__u64 runq_wait_ns;
 	struct tp_hist runq;
+	struct psi_totals psi;	    /* the task's cgroup's pressure totals */
+	struct psi_totals host_psi; /* the host's */
 };
 
 struct phase {
@@ -42,6 +45,8 @@ struct phase {
 	__u64 write_bytes;
 	__u64 execs;
 	__s64 peak_mem_bytes;
+	struct psi_totals psi;	    /* the task's stalls while it was open */
+	struct psi_totals host_psi; /* the host's over the same time */
 };
 
 struct phases {

@@ -7,7 +7,8 @@
 
 #include "model/series.h"
 
-#define SERIES_MAGIC 0x33535054u    /* "TPS3": eight fields */
+#define SERIES_MAGIC 0x34535054u    /* "TPS4": nine fields */
+#define SERIES_MAGIC_V3 0x33535054u /* "TPS3": eight, no host; still read */
 #define SERIES_MAGIC_V2 0x32535054u /* "TPS2": six, no network; still read */
 #define SERIES_MAGIC_V1 0x31535054u /* "TPS1": five, no phase; still read */
 #define SERIES_MAX_POINTS (1u << 20)
@@ -16,11 +17,18 @@
  * Stored precision per field: memory in 4 KiB pages, disk and network rates in KiB/s. Finer
  * digits are noise that costs bytes; decoding multiplies back.
  */
-static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1, 1, 1024, 1024 };
+static const __s64 field_scale[SERIES_FIELDS] = { 1, 4096, 1024, 1024, 1, 1, 1024, 1024, 1 };
 
 const char *const series_field_names[SERIES_FIELDS] = {
-	"cpu_millicores", "mem_bytes", "read_bytes_per_s",   "write_bytes_per_s",
-	"procs",	  "phase",     "net_rx_bytes_per_s", "net_tx_bytes_per_s",
+	"cpu_millicores",
+	"mem_bytes",
+	"read_bytes_per_s",
+	"write_bytes_per_s",
+	"procs",
+	"phase",
+	"net_rx_bytes_per_s",
+	"net_tx_bytes_per_s",
+	"host_other_millicores",
 };
 
 static size_t put_varint(unsigned char *o, __u64 v)
@@ -128,6 +136,8 @@ int series_decode(const void *blob, size_t len, struct series_point **pts, size_
 	memcpy(hdr, b, sizeof(hdr));
 	if (hdr[0] == SERIES_MAGIC)
 		fields = SERIES_FIELDS;
+	else if (hdr[0] == SERIES_MAGIC_V3)
+		fields = 8;
 	else if (hdr[0] == SERIES_MAGIC_V2)
 		fields = 6;
 	else if (hdr[0] == SERIES_MAGIC_V1)

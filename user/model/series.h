@@ -6,8 +6,9 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#define SERIES_FIELDS 8
-#define SERIES_PHASE 5 /* the field holding the phase open at the sample */
+#define SERIES_FIELDS 9
+#define SERIES_PHASE 5	    /* the field holding the phase open at the sample */
+#define SERIES_HOST_OTHER 8 /* the rest of the host's CPU, millicores */
 
 /* One sample: integers, so that blocks encode as small deltas. */
 struct series_point {
@@ -17,8 +18,8 @@ struct series_point {
 
 /*
  * cpu millicores, resident bytes, disk read B/s, disk write B/s, processes alive, the
- * innermost phase open then (1 + its index in the record's phases; 0: none), and TCP
- * payload received and sent, B/s
+ * innermost phase open then (1 + its index in the record's phases; 0: none), TCP
+ * payload received and sent, B/s, and the CPU the rest of the host used, millicores
  */
 extern const char *const series_field_names[SERIES_FIELDS];
 

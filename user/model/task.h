@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "base/util.h"
 #include "model/figures.h"
+#include "model/hostctx.h"
 #include "model/net_figures.h"
 #include "model/notes.h"
 #include "model/phases.h"
@@ -85,11 +86,12 @@ struct task_record {
 	int leftovers;
 	enum leftover_action leftover_action;
 	__u64 lost_total;
-	__u64 skipped_runs; /* BPF program runs the kernel skipped (recursion), host-wide */
-	bool by_daemon;	    /* the host daemon's collector, not one embedded in `run` */
-	struct notes notes; /* notable moments, times since the start; owned */
-	struct procs procs; /* processes, the longest-lived, times since the start; owned */
-	unsigned collect;   /* what was collected (collect.h); 0: everything */
+	__u64 skipped_runs;	  /* BPF program runs the kernel skipped (recursion), host-wide */
+	bool by_daemon;		  /* the host daemon's collector, not one embedded in `run` */
+	struct notes notes;	  /* notable moments, times since the start; owned */
+	struct procs procs;	  /* processes, the longest-lived, times since the start; owned */
+	struct host_context hctx; /* the host around the task while it ran */
+	unsigned collect;	  /* what was collected (collect.h); 0: everything */
 	/*
 	 * What went wrong on taskprobe's side while the task ran (no BPF, a store that
 	 * failed, a daemon that refused): each said once as a warning, kept in the record.

@@ -240,6 +240,7 @@ void task_record__write_json(struct jw *w, const struct task_record *t)
 	net_figures__write_json(w, &t->net);
 	notes__write_json(w, &t->notes);
 	procs__write_json(w, &t->procs);
+	host_context__write_json(w, &t->hctx);
 
 	jw_key(w, "histograms");
 	jw_obj_begin(w);
@@ -407,6 +408,7 @@ int task_record__from_json(struct task_record *t, const struct json *j)
 	t->signal = (int)json_num(j, "signal");
 	for (size_t i = 0; i < metric_descs_n; i++)
 		metric_desc__set(&metric_descs[i], t, json_num(m, metric_descs[i].name));
+	host_context__from_json(&t->hctx, json_get(j, "host_context"));
 	if (!strncmp(json_str(srcs, "mem.peak_bytes"), "cgroup", 6)) {
 		t->have_memory_peak = true;
 		t->memory_peak_source = json_str(srcs, "mem.peak_bytes");

@@ -222,6 +222,19 @@ static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **k
 	return t;
 }
 
+/* Another of the daemon's tasks, by the cgroup it tracks: the host context's names. */
+static bool name_task(void *ctx, const char *rel, char *id, size_t len)
+{
+	struct daemon *d = ctx;
+
+	for (int i = 0; i < d->ntasks; i++)
+		if (d->tasks[i]->s.cg_rel && !strcmp(d->tasks[i]->s.cg_rel, rel)) {
+			snprintf(id, len, "%s", d->tasks[i]->id);
+			return true;
+		}
+	return false;
+}
+
 void daemon__params(struct daemon *d, struct dtask *t, struct session_params *p, int nlabels)
 {
 	p->id = t->id;
@@ -233,6 +246,8 @@ void daemon__params(struct daemon *d, struct dtask *t, struct session_params *p,
 	p->root = d->root;
 	p->db_path = d->db;
 	p->by_daemon = true;
+	p->name_task = name_task;
+	p->name_ctx = d;
 }
 
 /* The session of t with what every task of the daemon's shares; 0, or answered. */

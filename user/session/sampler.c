@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "collector/cgroup.h"
+#include "collector/hostread.h"
 #include "session/sampler.h"
 
 void sampler__init(struct sampler *s, struct collector *c, int slot, const char *cgroup,
@@ -57,6 +58,29 @@ static __s64 rate(__u64 now, __u64 before, __u64 dt_ns)
 	return now > before && dt_ns ? (__s64)((double)(now - before) * 1e9 / (double)dt_ns) : 0;
 }
 
+/*
+ * The rest of the host's CPU over the interval, in thousandths of a core (0 unknown):
+ * the root's children's (the task's among them) less the task's, and what the root's
+ * ticks saw beyond its children (kernel threads, processes in no cgroup).
+ */
+static __s64 other_millicores(struct sampler *s, __s64 task_millicores, __u64 dt)
+{
+	__u64 root_us, kids_us, was_root = s->last_host_us, was_kids = s->last_kids_us;
+	__s64 kids, own, other;
+
+	if (!s->root || host_read_usage(s->root, &root_us, &kids_us))
+		return 0;
+	s->last_host_us = root_us;
+	s->last_kids_us = kids_us;
+	if (!was_root)
+		return 0;
+	/* A child removed since takes its usage away: the root's ticks still saw it. */
+	kids = kids_us > was_kids ? (__s64)((kids_us - was_kids) * 1000000 / dt) : 0;
+	own = root_us > was_root ? (__s64)((root_us - was_root) * 1000000 / dt) - kids : 0;
+	other = kids - task_millicores + (own > 0 ? own : 0);
+	return other > 0 ? other : 0;
+}
+
 int sampler__sample(struct sampler *s, __u64 now_ns)
 {
 	struct task_figures f;
@@ -105,6 +129,7 @@ int sampler__sample(struct sampler *s, __u64 now_ns)
 	p->v[4] = f.proc.alive > 0 ? f.proc.alive : 0;
 	p->v[6] = rate(f.net_rx_bytes, s->last.net_rx_bytes, dt);
 	p->v[7] = rate(f.net_tx_bytes, s->last.net_tx_bytes, dt);
+	p->v[SERIES_HOST_OTHER] = other_millicores(s, p->v[0], dt);
 	p->v[SERIES_PHASE] =
 		s->phases && s->phases->depth ? s->phases->stack[s->phases->depth - 1] + 1 : 0;
 	if (p->v[0] > s->peak_millicores)

@@ -15,6 +15,8 @@
 
 struct sampler {
 	const char *cgroup; /* its cpu.stat is live to the tick; BPF charges at switch-out */
+	const char *root;   /* the cgroup2 mount: the host's busy CPU, for the others' cores */
+	__u64 last_host_us, last_kids_us; /* the root's ticks, its children's usage */
 	__u64 last_usage_us;
 	struct cg_cpu_stat last_cs; /* cpu.stat as last read: kept if the cgroup goes */
 	bool have_cs;

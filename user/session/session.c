@@ -136,6 +136,13 @@ static void snap_of(struct phase_snap *snap, __u64 now, const struct task_figure
 	snap->runq = f->cpu.runq;
 }
 
+/* The pressure totals of the task's cgroup and of the host, into a phase boundary. */
+static void snap_psi(struct session *s, struct phase_snap *snap)
+{
+	psi_read(s->cgroup, &snap->psi);
+	psi_read(NULL, &snap->host_psi);
+}
+
 /* The task's live figures now, for a phase boundary: events drained first. */
 static void snapshot(struct session *s, struct phase_snap *snap)
 {
@@ -147,6 +154,41 @@ static void snapshot(struct session *s, struct phase_snap *snap)
 	have_f = !collector__read(s->c, s->slot, &f);
 	snap_of(snap, tp_now_ns(), have_f ? &f : NULL,
 		have_f && !cgroup_read_cpu_stat(s->cgroup, &cs) ? &cs : NULL);
+	snap_psi(s, snap);
+}
+
+/*
+ * The host at the task's start (a few ms: every cgroup's cpu.stat and every process's
+ * stat), and the task's pressure totals then; `note` says when it is not the start.
+ */
+static void host_begin(struct session *s, const char *note)
+{
+	if (host_snap__take(&s->host_start, s->p.root, true))
+		snprintf(s->rec.hctx.note, sizeof(s->rec.hctx.note), "%s",
+			 "the host's CPU and pressure files could not be read");
+	else if (note)
+		snprintf(s->rec.hctx.note, sizeof(s->rec.hctx.note), "%s", note);
+	psi_read(s->cgroup, &s->psi_start);
+	/* The series' others' cores count from here. */
+	host_read_usage(s->p.root, &s->sampler.last_host_us, &s->sampler.last_kids_us);
+}
+
+/* The host around the task from its start to now, into its record. */
+static void host_end(struct session *s)
+{
+	struct task_record *rec = &s->rec;
+	struct host_snap end;
+	struct psi_totals psi;
+	__u64 task_cpu = rec->have_cpu_stat ? rec->cpu_stat.usage_us * 1000 : rec->fig.cpu.cpu_ns;
+
+	psi_read(s->cgroup, &psi);
+	rec->hctx.psi = psi_totals__delta(&s->psi_start, &psi);
+	if (!s->host_start.t_ns)
+		return;
+	host_snap__take(&end, s->p.root, true);
+	host_context__compute(&rec->hctx, &s->host_start, &end, s->cg_rel, task_cpu, s->p.name_task,
+			      s->p.name_ctx);
+	host_snap__free(&end);
 }
 
 /* One line of the task's metrics language: taken, or refused and counted (the reason). */
@@ -511,8 +553,10 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 		}
 	}
 	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
+	s->sampler.root = s->p.root;
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
+	host_begin(s, NULL);
 	return 0;
 }
 
@@ -577,9 +621,12 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 		}
 	}
 	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
+	s->sampler.root = s->p.root;
 	sampler__resume(&s->sampler, now);
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
+	host_begin(s, "the rest of the host's CPU and pressure since the daemon changed hands, "
+		      "not since the task's start");
 	tp_fmt_time(when, sizeof(when), tp_realtime_ns());
 	task_record__add_fault(
 		&s->rec,
@@ -654,6 +701,7 @@ struct task_record *session__finish(struct session *s)
 	procs__fini(&rec->procs);
 	collector__processes(s->c, s->slot, now, s->start_ns, &rec->procs);
 	read_cgroup_figures(s);
+	host_end(s);
 	return rec;
 }
 
@@ -689,6 +737,10 @@ int session__live(struct session *s, struct task_record *out)
 	out->memory_peak_source = out->have_memory_peak ? "cgroup:memory.peak" : NULL;
 	snap_of(&snap, now, have_f ? &out->fig : NULL,
 		have_f && out->have_cpu_stat ? &out->cpu_stat : NULL);
+	snap_psi(s, &snap);
+	/* Live: the task's stalls so far; the host's others come at its end. */
+	memset(&out->hctx, 0, sizeof(out->hctx));
+	out->hctx.psi = psi_totals__delta(&s->psi_start, &snap.psi);
 	/* The phases as they would end now: a copy, the open ones closed and unfinished. */
 	ph = calloc(1, sizeof(*ph));
 	if (ph) {
@@ -813,4 +865,5 @@ void session__fini(struct session *s)
 	rules__fini(&s->rules);
 	phases__fini(&s->phases);
 	um_table__fini(&s->um);
+	host_snap__free(&s->host_start);
 }

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 #include "base/loop.h"
+#include "collector/hostread.h"
 #include "collector/metrics_socket.h"
 #include "model/phases.h"
 #include "model/rules.h"
@@ -56,6 +57,9 @@ struct session_params {
 	unsigned collect; /* what the task asks collected (collect.h), 0: all the collector does */
 	session_done_fn done_fn;
 	void *done_ctx;
+	/* Other tasks' cgroups named by their ids in the host context (the daemon's). */
+	host_task_name_fn name_task;
+	void *name_ctx;
 };
 
 struct session {
@@ -89,6 +93,8 @@ struct session {
 	bool done;
 	int leftovers;
 	enum leftover_action action;
+	struct host_snap host_start; /* the host at the task's start (or its adoption) */
+	struct psi_totals psi_start; /* the task's cgroup's pressure totals then */
 };
 
 /* Nothing open yet: session__fini may be called on it. */

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * End-to-end tests of the task in its context: the CPU the rest of the host used while
+ * a task ran, who used it (named), and pressure stall figures, against a burner the
+ * test runs outside the task and measures by its own getrusage.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "harness.h"
+#include "testutil.h"
+
+#define TASK_MS "3000"
+#define OUTSIDE_MS "1500"
+
+/* The record's others entry named name, or NULL. */
+static const struct json *other_named(const struct json *rec, const char *name)
+{
+	return tu_find(json_get(json_get(rec, "host_context"), "others"), "name", name);
+}
+
+/*
+ * A task burning one core for 3 s, sampled every 250 ms; with outside_cg, a burner of
+ * procs cores for 1.5 s runs meanwhile in that cgroup of the test's own (joined before
+ * it burns), its getrusage into truth. The task's record, or NULL.
+ */
+static const struct json *burn_task(const char *id, const char *outside_cg, const char *procs,
+				    const char *truth)
+{
+	const char *rec = tu_tmp(id), *ready = tu_tmp("ready");
+	char script[4096];
+	struct tu_result r;
+	pid_t run;
+	int st;
+
+	unlink(ready);
+	snprintf(script, sizeof(script), "touch %s; exec %s 1 " TASK_MS, ready, tu_helper("burn"));
+	run = tu_spawn((char *[]){ (char *)tu_bin(), "run", "--quiet", "--id", (char *)id,
+				   "--interval", "250", "--json", (char *)rec, "--", "sh", "-c",
+				   script, NULL });
+	if (run <= 0)
+		return NULL;
+	tu_track_pid(run);
+	for (int i = 0; i < 1000 && access(ready, F_OK); i++)
+		usleep(10000);
+	if (outside_cg) {
+		/* Clear of the task's start: the burner's own CPU is all in its cgroup. */
+		usleep(300000);
+		tu_run((char *[]){ (char *)tu_helper("burn"), (char *)procs, OUTSIDE_MS,
+				   (char *)truth, "--nested", (char *)outside_cg, NULL },
+		       &r, 60);
+		CHECK(r.status == 0, "the outside burner: %s", r.err ? r.err : "");
+	}
+	if (waitpid(run, &st, 0) != run || !WIFEXITED(st) || WEXITSTATUS(st))
+		return NULL;
+	return tu_load_json(rec);
+}
+
+/*
+ * Injected: a burner of one core outside the task, in a cgroup of the test's own, on
+ * this 2-core machine, while the task burns one core; then one of two cores (the CPUs
+ * oversubscribed); then nothing.
+ * Measured against: the burner's getrusage (children's user + system).
+ * Expected: the burner named by its cgroup's path with its CPU within 2%; the rest of
+ * the host's CPU at least that; the task's CPU pressure above zero; the series has the
+ * others' cores. Beside two cores, the task waits: its CPU pressure is over 200 ms.
+ * The same task alone: the burner not named, the others' CPU a small part of the busy
+ * run's, and a tenth of the oversubscribed run's CPU pressure at most.
+ */
+TEST(TIER_E2E, host_context_names_the_outside_burner)
+{
+	const char *truth = tu_tmp("outside.truth");
+	char cg[4096], rel[4096], csv_path[4200];
+	const struct json *busy, *crowded, *alone, *named, *m;
+	double children = 0, self = 0, busy_other, busy_psi, crowded_psi;
+	struct tu_result r;
+
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "the burner's cgroup"))
+		return;
+	snprintf(rel, sizeof(rel), "%s", cg + strlen(tu_cgroup_root()));
+
+	busy = burn_task("hc-busy", cg, "1", truth);
+	if (!ASSERT_NOT_NULL(busy, "the task beside the burner"))
+		return;
+	ASSERT_OK(tu_read_truth(truth, &children, &self), "the burner's getrusage");
+	m = json_get(busy, "metrics");
+	named = other_named(busy, rel);
+	CHECK(named != NULL, "the burner's cgroup %s is named among the others", rel);
+	if (named) {
+		double got = tu_num(named, "cpu_ns");
+
+		printf("    burner: %.1f ms named, %.1f ms by its getrusage\n", got / 1e6,
+		       children / 1e6);
+		ASSERT_STREQ(json_str(named, "kind"), "cgroup", "named as a cgroup");
+		CHECK(got >= children * 0.98 && got <= children * 1.02,
+		      "its CPU %.1f ms within 2%% of its getrusage %.1f ms", got / 1e6,
+		      children / 1e6);
+	}
+	busy_other = tu_num(m, "host.other_cpu_ns");
+	CHECK(busy_other >= children * 0.98,
+	      "the rest of the host's CPU %.1f ms holds the burner's", busy_other / 1e6);
+	CHECK(tu_num(m, "host.other_avg_cores") > 0.4, "about half a core besides the task: %.3f",
+	      tu_num(m, "host.other_avg_cores"));
+	busy_psi = tu_num(m, "psi.cpu.some_ns");
+	CHECK(busy_psi > 0, "the task's cpu pressure above zero: %.0f ns", busy_psi);
+	CHECK(json_get(m, "host.psi.cpu.some_ns") && json_get(m, "psi.memory.some_ns") &&
+		      json_get(m, "psi.io.full_ns"),
+	      "every pressure figure, the task's and the host's");
+	ASSERT_STREQ(json_str(json_get(busy, "sources"), "psi"),
+		     "cgroup:cpu.pressure,memory.pressure,io.pressure", "the pressure's source");
+	/* The series: the others' cores while the burner ran, about one. */
+	snprintf(csv_path, sizeof(csv_path), "%s", tu_tmp("busy.csv"));
+	tu_tp(&r, 30, "export", "hc-busy", "--format", "csv", "-o", csv_path, NULL);
+	ASSERT_EQ(r.status, 0, "export csv");
+	{
+		char *csv = NULL, *line;
+		double peak = 0;
+
+		tp_slurp(csv_path, "csv", true, &csv);
+		CHECK(csv && strstr(csv, ",host_other_millicores\n"), "the series' column");
+		for (line = csv ? strchr(csv, '\n') : NULL; line && line[1];
+		     line = strchr(line + 1, '\n')) {
+			const char *last = line + 1;
+
+			for (int k = 0; k < 9 && last; k++)
+				last = strchr(last, ',') ? strchr(last, ',') + 1 : NULL;
+			if (last && atof(last) > peak)
+				peak = atof(last);
+		}
+		CHECK(peak > 800, "the others' cores reach about one in the series: %.0f", peak);
+		free(csv);
+	}
+	tu_tp(&r, 30, "show", "hc-busy", NULL);
+	CHECK(r.out && strstr(r.out, "  host       the rest used") && strstr(r.out, rel) &&
+		      strstr(r.out, "  pressure   cpu "),
+	      "the summary says it: %s", r.out ? r.out : "");
+	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "the summary fits 80 columns");
+
+	crowded = burn_task("hc-crowded", cg, "2", truth);
+	if (!ASSERT_NOT_NULL(crowded, "the task beside two burners"))
+		return;
+	crowded_psi = tu_num(json_get(crowded, "metrics"), "psi.cpu.some_ns");
+	CHECK(crowded_psi > 200e6, "beside two cores, the task waited for a CPU: %.1f ms",
+	      crowded_psi / 1e6);
+	CHECK(tu_num(json_get(crowded, "metrics"), "host.psi.cpu.some_ns") >= crowded_psi * 0.9,
+	      "the host's cpu pressure holds the task's: %.1f ms",
+	      tu_num(json_get(crowded, "metrics"), "host.psi.cpu.some_ns") / 1e6);
+
+	alone = burn_task("hc-alone", NULL, NULL, NULL);
+	if (!ASSERT_NOT_NULL(alone, "the same task alone"))
+		return;
+	m = json_get(alone, "metrics");
+	CHECK(!other_named(alone, rel), "alone: the burner's cgroup is not named");
+	CHECK(tu_num(m, "host.other_cpu_ns") < busy_other * 0.15,
+	      "alone: the rest of the host %.1f ms, beside the burner %.1f ms",
+	      tu_num(m, "host.other_cpu_ns") / 1e6, busy_other / 1e6);
+	CHECK(tu_num(m, "psi.cpu.some_ns") < crowded_psi / 10,
+	      "alone: cpu pressure %.2f ms, beside two cores %.1f ms",
+	      tu_num(m, "psi.cpu.some_ns") / 1e6, crowded_psi / 1e6);
+	printf("    others %.1f ms beside one core, %.1f ms alone; cpu pressure %.2f ms, "
+	       "%.1f ms beside two cores, %.2f ms alone\n",
+	       busy_other / 1e6, tu_num(m, "host.other_cpu_ns") / 1e6, busy_psi / 1e6,
+	       crowded_psi / 1e6, tu_num(m, "psi.cpu.some_ns") / 1e6);
+}

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The host around a task, from the kernel's files (hostread.h). */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "collector/hostread.h"
+
+#define CGROUPS_MAX 16384
+#define CGROUP_DEPTH_MAX 32
+#define PROCS_MAX 65536
+#define TOP_CGROUPS 6
+#define TOP_PROGRAMS 6
+/* Less than this over the task's life is not named. */
+#define OTHER_MIN_NS 1000000ULL
+
+/* "usage_usec N" of a cpu.stat file: 0, or -errno. */
+static int usage_of(const char *file, __u64 *us)
+{
+	char buf[1024], *p;
+	ssize_t n = tp_read_file(file, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	p = strstr(buf, "usage_usec ");
+	if (!p)
+		return -ENODATA;
+	*us = strtoull(p + 11, NULL, 10);
+	return 0;
+}
+
+int host_read_busy_us(const char *root, __u64 *us)
+{
+	char file[PATH_MAX], buf[512];
+	unsigned long long v[8] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(file, sizeof(file), "%s/cpu.stat", root);
+	if (root && !usage_of(file, us))
+		return 0;
+	/* Before Linux 5.8 the root has no cpu.stat: the busy ticks of /proc/stat. */
+	if (tp_read_file("/proc/stat", buf, sizeof(buf)) < 0 || hz <= 0 ||
+	    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) != 8)
+		return -ENODATA;
+	/* user nice system (idle iowait) irq softirq steal */
+	*us = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000000ULL / (unsigned long long)hz;
+	return 0;
+}
+
+int host_read_usage(const char *root, __u64 *root_us, __u64 *level1_us)
+{
+	char file[PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d;
+
+	*level1_us = 0;
+	if (host_read_busy_us(root, root_us))
+		return -ENODATA;
+	d = opendir(root);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		__u64 us;
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s/cpu.stat", root, e->d_name);
+		if (!usage_of(file, &us))
+			*level1_us += us;
+	}
+	closedir(d);
+	return 0;
+}
+
+void psi_read(const char *dir, struct psi_totals *out)
+{
+	char file[PATH_MAX], buf[512];
+
+	memset(out, 0, sizeof(*out));
+	for (int r = 0; r < PSI_RESOURCES; r++) {
+		if (dir)
+			snprintf(file, sizeof(file), "%s/%s.pressure", dir, psi_resource_names[r]);
+		else
+			snprintf(file, sizeof(file), "/proc/pressure/%s", psi_resource_names[r]);
+		if (tp_read_file(file, buf, sizeof(buf)) >= 0 &&
+		    !psi_parse(buf, &out->some_us[r], &out->full_us[r]))
+			out->have |= 1u << r;
+	}
+}
+
+struct walk {
+	struct cg_usage *cgs;
+	size_t n, cap;
+	size_t root_len;
+};
+
+static void walk_dir(struct walk *w, char *path, size_t len, int depth)
+{
+	char file[PATH_MAX + 16];
+	struct dirent *e;
+	DIR *d;
+	__u64 us;
+
+	if (w->n >= CGROUPS_MAX)
+		return;
+	snprintf(file, sizeof(file), "%s/cpu.stat", path);
+	if (!usage_of(file, &us)) {
+		if (w->n == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 64;
+			struct cg_usage *n = realloc(w->cgs, cap * sizeof(*n));
+
+			if (!n)
+				return;
+			w->cgs = n;
+			w->cap = cap;
+		}
+		w->cgs[w->n].rel = strdup(path + w->root_len);
+		w->cgs[w->n].usage_us = us;
+		if (w->cgs[w->n].rel)
+			w->n++;
+	}
+	if (depth >= CGROUP_DEPTH_MAX)
+		return;
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		size_t nl = strlen(e->d_name);
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || len + 1 + nl >= PATH_MAX)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, e->d_name, nl + 1);
+		walk_dir(w, path, len + 1 + nl, depth + 1);
+		path[len] = '\0';
+	}
+	closedir(d);
+}
+
+/* Paths in tree order: '/' before every other byte, so a subtree follows its root. */
+static int by_rel(const void *a, const void *b)
+{
+	const unsigned char *x = (const unsigned char *)((const struct cg_usage *)a)->rel;
+	const unsigned char *y = (const unsigned char *)((const struct cg_usage *)b)->rel;
+
+	for (; *x && *x == *y; x++, y++)
+		;
+	return (*x == '/' ? 1 : *x) - (*y == '/' ? 1 : *y);
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	int x = ((const struct proc_cpu *)a)->pid, y = ((const struct proc_cpu *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/* /proc/PID/stat: comm, start time and CPU ticks; /proc/PID/cgroup: its v2 path. */
+static int read_proc(int pid, struct proc_cpu *p)
+{
+	char file[64], buf[1024], *close_paren, *line;
+	unsigned long long ut, st, start;
+	ssize_t n;
+
+	snprintf(file, sizeof(file), "/proc/%d/stat", pid);
+	n = tp_read_file(file, buf, sizeof(buf));
+	if (n <= 0)
+		return -ENOENT;
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || !strchr(buf, '('))
+		return -EINVAL;
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+	 * cutime cstime priority nice threads itrealvalue starttime */
+	if (sscanf(close_paren + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
+		   "%*d %llu",
+		   &ut, &st, &start) != 3)
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->cpu_ticks = ut + st;
+	p->start_ticks = start;
+	snprintf(p->comm, sizeof(p->comm), "%.*s", (int)(close_paren - strchr(buf, '(') - 1),
+		 strchr(buf, '(') + 1);
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", pid);
+	n = tp_read_file(file, buf, sizeof(buf));
+	line = n > 0 ? strstr(buf, "0::") : NULL;
+	if (line && (line == buf || line[-1] == '\n')) {
+		line[3 + strcspn(line + 3, "\n")] = '\0';
+		p->cgroup = strdup(line + 3);
+	}
+	return 0;
+}
+
+static void scan_procs(struct host_snap *s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t cap = 0;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) && s->nprocs < PROCS_MAX) {
+		struct proc_cpu p;
+
+		if (!isdigit((unsigned char)e->d_name[0]) || read_proc(atoi(e->d_name), &p))
+			continue;
+		if (s->nprocs == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct proc_cpu *n = realloc(s->procs, ncap * sizeof(*n));
+
+			if (!n) {
+				free(p.cgroup);
+				break;
+			}
+			s->procs = n;
+			cap = ncap;
+		}
+		s->procs[s->nprocs++] = p;
+	}
+	closedir(d);
+	qsort(s->procs, s->nprocs, sizeof(*s->procs), by_pid);
+}
+
+int host_snap__take(struct host_snap *s, const char *root, bool full)
+{
+	memset(s, 0, sizeof(*s));
+	s->t_ns = tp_now_ns();
+	s->have_busy = !host_read_busy_us(root, &s->busy_us);
+	psi_read(NULL, &s->psi);
+	if (full && root) {
+		char path[PATH_MAX];
+		struct walk w = { .root_len = strlen(root) };
+
+		snprintf(path, sizeof(path), "%s", root);
+		walk_dir(&w, path, strlen(path), 0);
+		s->cgs = w.cgs;
+		s->ncgs = w.n;
+		qsort(s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);
+	}
+	if (full)
+		scan_procs(s);
+	return s->have_busy || s->psi.have || s->ncgs ? 0 : -ENODATA;
+}
+
+void host_snap__free(struct host_snap *s)
+{
+	for (size_t i = 0; i < s->ncgs; i++)
+		free(s->cgs[i].rel);
+	for (size_t i = 0; i < s->nprocs; i++)
+		free(s->procs[i].cgroup);
+	free(s->cgs);
+	free(s->procs);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Whether rel is dir or below it. */
+static bool within(const char *rel, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (!*dir || !strcmp(dir, "/"))
+		return true;
+	return !strncmp(rel, dir, n) && (rel[n] == '\0' || rel[n] == '/');
+}
+
+static const struct cg_usage *find_cg(const struct host_snap *s, const char *rel)
+{
+	struct cg_usage key = { .rel = (char *)rel };
+
+	return bsearch(&key, s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);
+}
+
+/* A cgroup's CPU from a to b (one made since: all of its CPU). */
+static __u64 cg_delta(const struct host_snap *a, const struct cg_usage *c)
+{
+	const struct cg_usage *was = find_cg(a, c->rel);
+
+	if (!was)
+		return c->usage_us;
+	return c->usage_us > was->usage_us ? c->usage_us - was->usage_us : 0;
+}
+
+/* A task's cgroup: named by the daemon, or one of taskprobe's own (.../taskprobe/ID). */
+static bool task_cgroup(const char *rel, host_task_name_fn name_task, void *ctx, char *id,
+			size_t len)
+{
+	const char *slash = strrchr(rel, '/');
+
+	if (name_task && name_task(ctx, rel, id, len))
+		return true;
+	if (!slash || slash == rel)
+		return false;
+	if (slash - rel >= 10 && !strncmp(slash - 10, "/taskprobe", 10)) {
+		snprintf(id, len, "%s", slash + 1);
+		return true;
+	}
+	return false;
+}
+
+static void add_other(struct host_other *top, int *n, int max, const struct host_other *o)
+{
+	int at = *n;
+
+	if (o->cpu_ns < OTHER_MIN_NS)
+		return;
+	while (at > 0 && top[at - 1].cpu_ns < o->cpu_ns)
+		at--;
+	if (at >= max)
+		return;
+	memmove(&top[at + 1], &top[at], (size_t)((*n < max ? *n : max - 1) - at) * sizeof(*top));
+	top[at] = *o;
+	if (*n < max)
+		(*n)++;
+}
+
+/*
+ * Each cgroup's own CPU (less its children's), or a task's whole subtree as one; the
+ * measured task's subtree left out (its ancestors' own CPU does not hold it).
+ */
+static __u64 top_cgroups(struct host_other *top, int *n, const struct host_snap *a,
+			 const struct host_snap *b, const char *task_rel,
+			 host_task_name_fn name_task, void *ctx)
+{
+	char id[HOST_OTHER_NAME];
+	__u64 total = 0;
+	const char *unit = NULL; /* a task's subtree being summed as one */
+
+	for (size_t i = 0; i < b->ncgs; i++) {
+		const struct cg_usage *c = &b->cgs[i];
+		struct host_other o = { .kind = HOST_OTHER_CGROUP };
+		__u64 us = cg_delta(a, c);
+
+		if (within(c->rel, task_rel) && *task_rel)
+			continue;
+		if (unit && within(c->rel, unit))
+			continue;
+		unit = NULL;
+		if (task_cgroup(c->rel, name_task, ctx, id, sizeof(id))) {
+			/* A task's whole subtree, unless the measured task is inside it. */
+			if (!within(task_rel, c->rel)) {
+				o.kind = HOST_OTHER_TASK;
+				snprintf(o.name, sizeof(o.name), "%s", id);
+				o.cpu_ns = us * 1000;
+				add_other(top, n, TOP_CGROUPS, &o);
+				total += us;
+				unit = c->rel;
+				continue;
+			}
+		}
+		/* Less what its children used: sorted, they follow it directly. */
+		for (size_t j = i + 1; j < b->ncgs && within(b->cgs[j].rel, c->rel); j++) {
+			const char *rest = b->cgs[j].rel + strlen(c->rel) + 1;
+			__u64 child;
+
+			if (strchr(rest, '/'))
+				continue; /* a grandchild: in its parent's */
+			child = cg_delta(a, &b->cgs[j]);
+			us = us > child ? us - child : 0;
+		}
+		snprintf(o.name, sizeof(o.name), "%s", *c->rel ? c->rel : "/");
+		o.cpu_ns = us * 1000;
+		add_other(top, n, TOP_CGROUPS, &o);
+		total += us;
+	}
+	return total;
+}
+
+/* Processes outside the task, summed by program (comm). */
+static void top_programs(struct host_other *top, int *n, const struct host_snap *a,
+			 const struct host_snap *b, const char *task_rel)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	struct host_other *progs = NULL;
+	size_t np = 0, cap = 0, j = 0;
+
+	if (hz <= 0)
+		return;
+	for (size_t i = 0; i < b->nprocs; i++) {
+		const struct proc_cpu *p = &b->procs[i];
+		__u64 ticks = p->cpu_ticks;
+		size_t k;
+
+		if (*task_rel && p->cgroup && within(p->cgroup, task_rel))
+			continue;
+		while (j < a->nprocs && a->procs[j].pid < p->pid)
+			j++;
+		if (j < a->nprocs && a->procs[j].pid == p->pid &&
+		    a->procs[j].start_ticks == p->start_ticks)
+			ticks = ticks > a->procs[j].cpu_ticks ? ticks - a->procs[j].cpu_ticks : 0;
+		if (!ticks)
+			continue;
+		for (k = 0; k < np && strcmp(progs[k].name, p->comm); k++)
+			;
+		if (k == np) {
+			if (np == cap) {
+				size_t ncap = cap ? cap * 2 : 32;
+				struct host_other *nn = realloc(progs, ncap * sizeof(*nn));
+
+				if (!nn)
+					break;
+				progs = nn;
+				cap = ncap;
+			}
+			memset(&progs[np], 0, sizeof(progs[np]));
+			progs[np].kind = HOST_OTHER_PROGRAM;
+			snprintf(progs[np].name, sizeof(progs[np].name), "%s", p->comm);
+			np++;
+		}
+		progs[k].cpu_ns += ticks * (1000000000ULL / (__u64)hz);
+		progs[k].processes++;
+	}
+	for (size_t k = 0; k < np; k++)
+		add_other(top, n, TOP_PROGRAMS, &progs[k]);
+	free(progs);
+}
+
+void host_context__compute(struct host_context *out, const struct host_snap *a,
+			   const struct host_snap *b, const char *task_rel, __u64 task_cpu_ns,
+			   host_task_name_fn name_task, void *ctx)
+{
+	struct host_other cgs[TOP_CGROUPS], progs[TOP_PROGRAMS];
+	int ncg = 0, nprog = 0;
+	__u64 others_us;
+
+	out->host_psi = psi_totals__delta(&a->psi, &b->psi);
+	others_us = top_cgroups(cgs, &ncg, a, b, task_rel ? task_rel : "", name_task, ctx);
+	/*
+	 * The others' CPU is the sum of every cgroup's own but the task's: each cgroup's
+	 * usage is the scheduler's clock, as the task's is. Only the root's own (kernel
+	 * threads, processes in no cgroup) comes from its ticks, less its children's.
+	 */
+	if (a->ncgs && b->ncgs) {
+		out->have_cpu = true;
+		out->other_cpu_ns = others_us * 1000;
+		out->host_cpu_ns = out->other_cpu_ns + task_cpu_ns;
+	} else if (a->have_busy && b->have_busy) {
+		out->have_cpu = true;
+		out->host_cpu_ns = b->busy_us > a->busy_us ? (b->busy_us - a->busy_us) * 1000 : 0;
+		out->other_cpu_ns =
+			out->host_cpu_ns > task_cpu_ns ? out->host_cpu_ns - task_cpu_ns : 0;
+	}
+	top_programs(progs, &nprog, a, b, task_rel ? task_rel : "");
+	out->nothers = 0;
+	for (int i = 0; i < ncg && out->nothers < HOST_OTHERS_MAX; i++)
+		out->others[out->nothers++] = cgs[i];
+	for (int i = 0; i < nprog && out->nothers < HOST_OTHERS_MAX; i++)
+		out->others[out->nothers++] = progs[i];
+}
