@@ -252,7 +252,7 @@ TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
 	      "doctor counts it: %s", r.out ? r.out : "");
 	tu_tp(&r, 60, "ship", "--refused", "--config", conf, NULL);
 	ASSERT_EQ(r.status, 0, "ship --refused");
-	CHECK(r.out && strstr(r.out, "1 task refused by the otlp_endpoint waits again") &&
+	CHECK(r.out && strstr(r.out, "1 task the collector refused waits again") &&
 		      strstr(r.out, "sent 1 task"),
 	      "sent again: %s", r.out ? r.out : "");
 	/* The refused one, doctor's probe (an empty export: no data), the one sent again. */

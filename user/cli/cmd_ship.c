@@ -27,15 +27,16 @@ static const char ship_usage[] =
 static int requeue(struct store *s, enum store_queue q, bool refused)
 {
 	int n = store__outbox_backfill(s, q, refused);
+	const char *who = q == STORE_Q_FLEET ? "the fleet" : "the collector";
 	const char *key = ship_queue_key(q);
 
 	if (n < 0)
 		return -1;
 	if (refused)
-		printf("%d task%s refused by the %s wait%s again\n", n, n == 1 ? "" : "s", key,
+		printf("%d task%s %s refused wait%s again\n", n, n == 1 ? "" : "s", who,
 		       n == 1 ? "s" : "");
 	else
-		printf("%d task%s stored before the %s wait%s too\n", n, n == 1 ? "" : "s", key,
+		printf("%d task%s stored before the %s now wait%s too\n", n, n == 1 ? "" : "s", key,
 		       n == 1 ? "s" : "");
 	return 0;
 }
