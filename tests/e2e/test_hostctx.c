@@ -141,6 +141,28 @@ TEST(TIER_E2E, host_context_names_the_outside_burner)
 		      strstr(r.out, "  pressure   cpu "),
 	      "the summary says it: %s", r.out ? r.out : "");
 	ASSERT_EQ(tu_count_long_lines(r.out, 80), 0, "the summary fits 80 columns");
+	/* The job page's summary: the host's cell, and a second line on the CPU chart. */
+	{
+		const char *md = tu_tmp("busy.md");
+		struct tu_result c;
+
+		tu_tp(&r, 30, "report", "hc-busy", "--format", "markdown", "-o", md, NULL);
+		ASSERT_EQ(r.status, 0, "report --format markdown");
+		tu_run((char *[]){ "python3", "tests/helpers/check_mermaid.py", (char *)md,
+				   "xychart-beta", NULL },
+		       &c, 180);
+		ASSERT_EQ(c.status, 0, "check_mermaid.py: the two-line CPU chart renders");
+		if (c.status)
+			fprintf(stderr, "    %s", c.out);
+		tu_tp(&r, 30, "report", "hc-busy", "--format", "markdown", NULL);
+		CHECK(r.out && strstr(r.out, "the rest of it used") && strstr(r.out, rel) &&
+			      strstr(r.out, "the rest of the host (the second line)"),
+		      "the Markdown names the burner: %s", r.out ? r.out : "");
+		tu_tp(&r, 30, "report", "hc-busy", NULL);
+		CHECK(r.out && strstr(r.out, "<h2>The host around it</h2>") && strstr(r.out, rel) &&
+			      strstr(r.out, "the rest of the host</span>"),
+		      "the HTML report has the section and the chart's second line");
+	}
 
 	crowded = burn_task("hc-crowded", cg, "2", truth);
 	if (!ASSERT_NOT_NULL(crowded, "the task beside two burners"))

@@ -411,9 +411,9 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 	{
 		struct chart charts[] = {
 			{ "CPU cores in use",
-			  { 0, -1 },
-			  { "#3461c9", NULL },
-			  { NULL, NULL },
+			  { 0, SERIES_HOST_OTHER },
+			  { "#3461c9", "#9a9a9a" },
+			  { "the task", "the rest of the host" },
 			  0.001,
 			  0,
 			  ncpu ? atof(ncpu) : 0,
@@ -475,6 +475,70 @@ static void html_timelines(FILE *f, const struct json *rec, const struct series_
 		"<p class=\"meta\">Each column is %s: its band spans the samples' min to max, "
 		"the line is their mean.</p>\n",
 		tp_fmt_dur(a, sizeof(a), span_ms * 1000000ULL / REPORT_COLUMNS));
+}
+
+/* A pressure object's some (or full) stall of resource r, ns. */
+static double stall(const struct json *p, const char *r, const char *which)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "%s_%s_ns", r, which);
+	return json_num(p, key);
+}
+
+/* The rest of the host while the task ran: who used it, and the pressure stalls. */
+static void html_host(FILE *f, const struct json *rec)
+{
+	const struct json *h = json_get(rec, "host_context"), *o = json_get(h, "others");
+	const struct json *tp = json_get(h, "pressure"), *hp = json_get(h, "host_pressure");
+	double wall = json_num(rec, "wall_ns");
+	static const char *const res[] = { "cpu", "memory", "io" };
+	char a[64], b[64], c[64];
+
+	if (!h || h->type != JSON_OBJ)
+		return;
+	fputs("<h2>The host around it</h2>\n", f);
+	if (json_get(h, "other_cpu_ns")) {
+		fprintf(f,
+			"<p>The rest of the host used %s of CPU, %.2f cores on average, while "
+			"the task ran.</p>\n",
+			tp_fmt_dur(a, sizeof(a), json_u64(h, "other_cpu_ns")),
+			wall > 0 ? json_num(h, "other_cpu_ns") / wall : 0.0);
+		if (json_len(o)) {
+			fputs("<table><tr><th>other</th><th>kind</th><th>CPU</th>"
+			      "<th>cores on average</th></tr>\n",
+			      f);
+			for (size_t i = 0; i < json_len(o); i++) {
+				const struct json *e = json_at(o, i);
+
+				fputs("<tr><td><code>", f);
+				esc(f, json_str(e, "name"));
+				fprintf(f, "</code></td><td>%s</td><td>%s</td><td>%.2f</td></tr>\n",
+					json_str(e, "kind"),
+					tp_fmt_dur(a, sizeof(a), json_u64(e, "cpu_ns")),
+					wall > 0 ? json_num(e, "cpu_ns") / wall : 0.0);
+			}
+			fputs("</table>\n", f);
+		}
+	}
+	if (json_get(tp, "cpu_some_ns") || json_get(hp, "cpu_some_ns")) {
+		fputs("<table><tr><th>pressure stall</th><th>the task: some</th><th>the task: "
+		      "full</th><th>the host: some</th></tr>\n",
+		      f);
+		for (size_t r = 0; r < ARRAY_SIZE(res); r++)
+			fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+				res[r], tp_fmt_dur(a, sizeof(a), (__u64)stall(tp, res[r], "some")),
+				tp_fmt_dur(b, sizeof(b), (__u64)stall(tp, res[r], "full")),
+				tp_fmt_dur(c, sizeof(c), (__u64)stall(hp, res[r], "some")));
+		fputs("</table>\n<p class=\"meta\">some: at least one runnable thread waited for "
+		      "the resource; full: all of them did.</p>\n",
+		      f);
+	}
+	if (*json_str(h, "note")) {
+		fputs("<p class=\"meta\">", f);
+		esc(f, json_str(h, "note"));
+		fputs("</p>\n", f);
+	}
 }
 
 static void html_phases(FILE *f, const struct json *phases)
@@ -603,6 +667,7 @@ int report_html(FILE *f, const struct report_input *in)
 	fputs("<h2>Timelines</h2>\n", f);
 	html_timelines(f, rec, bk, span_ms, query_label(in->labels, in->nlabels, "ncpu"));
 	html_phases(f, json_get(rec, "phases"));
+	html_host(f, rec);
 	html_programs(f, rec);
 	procs_table(f, json_get(rec, "processes"), (__u64)json_num(rec, "processes_dropped"));
 	fputs("<h2>Latency</h2>\n", f);
@@ -657,29 +722,35 @@ void report_md_cell(FILE *f, const char *s)
  * sample carries the one before it (a chart line has no gaps).
  */
 static void md_chart(FILE *f, const char *title, const char *unit, const struct series_bucket *bk,
-		     __u64 span_ms, int field, double div)
+		     __u64 span_ms, const int *fields, int nfields, double div)
 {
-	double last = 0, top = 0;
+	double top = 0;
 
-	for (int i = MD_CHART_POINTS - 1; i >= 0; i--) {
-		if (!bk[i].count)
-			continue;
-		/* Before the first sample: its value, not a zero no sample said. */
-		last = bk[i].mean[field] / div;
-		if (last > top)
-			top = last;
-	}
+	for (int k = 0; k < nfields; k++)
+		for (int i = 0; i < MD_CHART_POINTS; i++)
+			if (bk[i].count && bk[i].mean[fields[k]] / div > top)
+				top = bk[i].mean[fields[k]] / div;
 	fprintf(f,
 		"```mermaid\nxychart-beta\n    title \"%s\"\n"
 		"    x-axis \"seconds since the start\" 0 --> %.1f\n"
-		"    y-axis \"%s\" 0 --> %.3g\n    line [",
+		"    y-axis \"%s\" 0 --> %.3g\n",
 		title, span_ms / 1e3, unit, top > 0 ? top * 1.1 : 1);
-	for (int i = 0; i < MD_CHART_POINTS; i++) {
-		if (bk[i].count)
-			last = bk[i].mean[field] / div;
-		fprintf(f, "%s%.3g", i ? ", " : "", last);
+	for (int k = 0; k < nfields; k++) {
+		double last = 0;
+
+		/* Before the first sample: its value, not a zero no sample said. */
+		for (int i = MD_CHART_POINTS - 1; i >= 0; i--)
+			if (bk[i].count)
+				last = bk[i].mean[fields[k]] / div;
+		fputs("    line [", f);
+		for (int i = 0; i < MD_CHART_POINTS; i++) {
+			if (bk[i].count)
+				last = bk[i].mean[fields[k]] / div;
+			fprintf(f, "%s%.3g", i ? ", " : "", last);
+		}
+		fputs("]\n", f);
 	}
-	fputs("]\n```\n\n", f);
+	fputs("```\n\n", f);
 }
 
 /* CPU cores and memory over time, from the series, when it has two samples or more. */
@@ -694,9 +765,38 @@ static void md_charts(FILE *f, const struct report_input *in)
 	if (!bk)
 		return;
 	series_buckets(in->pts, in->n, span_ms, MD_CHART_POINTS, bk);
-	md_chart(f, "CPU cores in use", "cores", bk, span_ms, 0, 1000);
-	md_chart(f, "memory (resident, MiB)", "MiB", bk, span_ms, 1, 1024 * 1024);
+	if (json_get(json_get(in->rec, "host_context"), "other_cpu_ns"))
+		md_chart(f,
+			 "CPU cores in use: the task, and the rest of the host (the second line)",
+			 "cores", bk, span_ms, (const int[]){ 0, SERIES_HOST_OTHER }, 2, 1000);
+	else
+		md_chart(f, "CPU cores in use", "cores", bk, span_ms, (const int[]){ 0 }, 1, 1000);
+	md_chart(f, "memory (resident, MiB)", "MiB", bk, span_ms, (const int[]){ 1 }, 1,
+		 1024 * 1024);
 	free(bk);
+}
+
+/* The rest of the host and the task's CPU pressure, in the host's cell. */
+static void md_host(FILE *f, const struct json *rec)
+{
+	const struct json *h = json_get(rec, "host_context"), *o = json_get(h, "others");
+	double wall = json_num(rec, "wall_ns");
+	char a[64];
+
+	if (json_get(h, "other_cpu_ns")) {
+		fprintf(f, "; the rest of it used %.2f cores on average",
+			wall > 0 ? json_num(h, "other_cpu_ns") / wall : 0.0);
+		for (size_t i = 0; i < json_len(o) && i < 3; i++) {
+			fputs(i ? ", " : " (most: ", f);
+			report_md_cell(f, json_str(json_at(o, i), "name"));
+			fprintf(f, " %s",
+				tp_fmt_dur(a, sizeof(a), json_u64(json_at(o, i), "cpu_ns")));
+		}
+		fputs(json_len(o) ? ")" : "", f);
+	}
+	if (json_get(json_get(h, "pressure"), "cpu_some_ns"))
+		fprintf(f, "; the task waited %s for a CPU (pressure)",
+			tp_fmt_dur(a, sizeof(a), json_u64(json_get(h, "pressure"), "cpu_some_ns")));
 }
 
 int report_markdown(FILE *f, const struct report_input *in)
@@ -727,6 +827,7 @@ int report_markdown(FILE *f, const struct report_input *in)
 		metric(rec, "net.tcp.connect_failures"), metric(rec, "http.failures"));
 	fputs("| host | ", f);
 	report_md_cell(f, json_str(rec, "host"));
+	md_host(f, rec);
 	fputs(" |\n\n", f);
 	md_charts(f, in);
 	if (json_len(phases)) {
