@@ -40,7 +40,9 @@ static const struct json *burn_task(const char *id, const char *outside_cg, cons
 	int st;
 
 	unlink(ready);
-	snprintf(script, sizeof(script), "touch %s; exec %s 1 " TASK_MS, ready, tu_helper("burn"));
+	snprintf(script, sizeof(script),
+		 "touch %s; echo BEGIN_PHASE burn; %s 1 " TASK_MS "; echo END_PHASE burn", ready,
+		 tu_helper("burn"));
 	run = tu_spawn((char *[]){ (char *)tu_bin(), "run", "--quiet", "--id", (char *)id,
 				   "--interval", "250", "--json", (char *)rec, "--", "sh", "-c",
 				   script, NULL });
@@ -85,10 +87,16 @@ TEST(TIER_E2E, host_context_names_the_outside_burner)
 		return;
 	snprintf(rel, sizeof(rel), "%s", cg + strlen(tu_cgroup_root()));
 
+	/* The three runs first, back to back; then what each says. */
 	busy = burn_task("hc-busy", cg, "1", truth);
 	if (!ASSERT_NOT_NULL(busy, "the task beside the burner"))
 		return;
 	ASSERT_OK(tu_read_truth(truth, &children, &self), "the burner's getrusage");
+	alone = burn_task("hc-alone", NULL, NULL, NULL);
+	crowded = burn_task("hc-crowded", cg, "2", tu_tmp("crowded.truth"));
+	if (!ASSERT_NOT_NULL(alone, "the same task alone") ||
+	    !ASSERT_NOT_NULL(crowded, "the task beside two burners"))
+		return;
 	m = json_get(busy, "metrics");
 	named = other_named(busy, rel);
 	CHECK(named != NULL, "the burner's cgroup %s is named among the others", rel);
@@ -164,19 +172,24 @@ TEST(TIER_E2E, host_context_names_the_outside_burner)
 		      "the HTML report has the section and the chart's second line");
 	}
 
-	crowded = burn_task("hc-crowded", cg, "2", truth);
-	if (!ASSERT_NOT_NULL(crowded, "the task beside two burners"))
-		return;
 	crowded_psi = tu_num(json_get(crowded, "metrics"), "psi.cpu.some_ns");
 	CHECK(crowded_psi > 200e6, "beside two cores, the task waited for a CPU: %.1f ms",
 	      crowded_psi / 1e6);
 	CHECK(tu_num(json_get(crowded, "metrics"), "host.psi.cpu.some_ns") >= crowded_psi * 0.9,
 	      "the host's cpu pressure holds the task's: %.1f ms",
 	      tu_num(json_get(crowded, "metrics"), "host.psi.cpu.some_ns") / 1e6);
+	{
+		const struct json *ph = tu_find(json_get(crowded, "phases"), "name", "burn");
+		double p = tu_num(json_get(ph, "pressure"), "cpu_some_ns");
 
-	alone = burn_task("hc-alone", NULL, NULL, NULL);
-	if (!ASSERT_NOT_NULL(alone, "the same task alone"))
-		return;
+		CHECK(p > 150e6 && p <= crowded_psi,
+		      "the phase's own cpu pressure: %.1f ms of the task's %.1f ms", p / 1e6,
+		      crowded_psi / 1e6);
+		CHECK(tu_num(json_get(ph, "host_pressure"), "cpu_some_ns") >= p * 0.9,
+		      "the host's over the phase: %.1f ms",
+		      tu_num(json_get(ph, "host_pressure"), "cpu_some_ns") / 1e6);
+	}
+
 	m = json_get(alone, "metrics");
 	CHECK(!other_named(alone, rel), "alone: the burner's cgroup is not named");
 	CHECK(tu_num(m, "host.other_cpu_ns") < busy_other * 0.15,
