@@ -58,6 +58,7 @@ TESTBIN   := $(OUT)/tests/taskprobe-test
 SYNTH     := $(OUT)/bench/synth-task
 FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o
 EXECLOOP  := $(OUT)/bench/execloop
+HOSTCTX   := $(OUT)/bench/hostctx
 
 .PHONY: all deps check test fuzz demo install uninstall clean format format-check bench \
 	compile_commands.json
@@ -106,6 +107,12 @@ $(SYNTH): scripts/bench/synth_task.c $(CORE_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(CORE_OBJS) $(LDLIBS) -o $@
 
+# The host context's reading cost (docs/PERFORMANCE.md).
+$(HOSTCTX): scripts/bench/hostctx.c $(CORE_OBJS)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(CORE_OBJS) $(LDLIBS) -o $@
+
 # The benchmarks' dispatch floor (empty programs on the hot hooks) and exec storm.
 $(BPFOUT)/floor.bpf.o: scripts/bench/floor.bpf.c $(BPFOUT)/vmlinux.h
 	$(call msg,BPF,$@)
@@ -132,7 +139,7 @@ $(OUT)/tests/helpers/%: tests/helpers/%.c
 $(BPFOUT):
 	$(Q)mkdir -p $@
 
-test: $(BIN) $(TESTBIN) $(HELPERS) $(SYNTH) $(EXECLOOP)
+test: $(BIN) $(TESTBIN) $(HELPERS) $(SYNTH) $(EXECLOOP) $(HOSTCTX)
 	$(Q)TASKPROBE_BIN=$(abspath $(BIN)) TASKPROBE_HELPERS=$(abspath $(OUT)/tests/helpers) \
 		TASKPROBE_SYNTH=$(abspath $(SYNTH)) TASKPROBE_EXECLOOP=$(abspath $(EXECLOOP)) \
 		$(TESTBIN) $(TESTS)
@@ -176,7 +183,7 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash scripts/demo.sh $(abspath $(BIN))
 
-bench: all $(SYNTH) $(FLOOR) $(EXECLOOP) $(HELPERS)
+bench: all $(SYNTH) $(FLOOR) $(EXECLOOP) $(HOSTCTX) $(HELPERS)
 	$(Q)SYNTH=$(abspath $(SYNTH)) BENCH_BIN=$(abspath $(OUT)/bench) BENCH_BPF=$(abspath $(BPFOUT)) \
 		bash scripts/bench/run-all.sh $(abspath $(BIN))
 

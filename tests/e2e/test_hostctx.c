@@ -203,3 +203,54 @@ TEST(TIER_E2E, host_context_names_the_outside_burner)
 	       busy_other / 1e6, tu_num(m, "host.other_cpu_ns") / 1e6, busy_psi / 1e6,
 	       crowded_psi / 1e6, tu_num(m, "psi.cpu.some_ns") / 1e6);
 }
+
+/*
+ * Two tasks of one daemon side by side: a worker's (its own cgroup, `task start`)
+ * burning one core for 2.5 s and a run burning one core for 1.5 s meanwhile.
+ * Expected: each names the other as a task by its id (the worker's cgroup by the
+ * daemon, the run's under taskprobe's), with at least the CPU their overlap held.
+ */
+TEST(TIER_E2E, host_context_names_the_daemons_other_tasks)
+{
+	const char *db = tu_tmp("hcd.db"), *sock = tu_tmp("hcd.sock"), *wj = tu_tmp("w1.json");
+	const char *rj = tu_tmp("r1.json");
+	const struct json *w, *run, *o;
+	char cg[4096], sock_opt[4200];
+	struct tu_result r;
+	pid_t d, burner;
+	int st;
+
+	if (!ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
+		return;
+	d = tu_daemon(db, sock);
+	if (!ASSERT_TRUE(d > 0, "the daemon listens"))
+		return;
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	tu_tp(&r, 30, "task", "start", "w1", "--cgroup", cg, sock_opt, NULL);
+	ASSERT_EQ(r.status, 0, "task start");
+	burner = tu_spawn((char *[]){ (char *)tu_helper("burn"), "1", "2500", "/dev/null",
+				      "--nested", cg, NULL });
+	tu_track_pid(burner);
+	usleep(300000);
+	tu_tp(&r, 60, "run", "--quiet", "--id", "r1", "--json", rj, "--", tu_helper("burn"), "1",
+	      "1500", NULL);
+	ASSERT_EQ(r.status, 0, "the run through the daemon");
+	ASSERT_EQ(waitpid(burner, &st, 0), burner, "the worker's burner");
+	tu_tp(&r, 30, "task", "end", "w1", "--json", wj, sock_opt, NULL);
+	ASSERT_EQ(r.status, 0, "task end");
+	kill(d, SIGTERM);
+	waitpid(d, NULL, 0);
+	w = tu_load_json(wj);
+	run = tu_load_json(rj);
+	if (!ASSERT_TRUE(w && run, "both records"))
+		return;
+	o = other_named(run, "w1");
+	CHECK(o && !strcmp(json_str(o, "kind"), "task") && tu_num(o, "cpu_ns") > 1.2e9,
+	      "the run names the worker's task w1 (its cgroup named by the daemon): %.0f ms",
+	      o ? tu_num(o, "cpu_ns") / 1e6 : -1.0);
+	o = other_named(w, "r1");
+	CHECK(o && !strcmp(json_str(o, "kind"), "task") && tu_num(o, "cpu_ns") > 1.4e9,
+	      "the worker's task names the run r1: %.0f ms", o ? tu_num(o, "cpu_ns") / 1e6 : -1.0);
+	CHECK(tu_num(json_get(w, "metrics"), "host.other_cpu_ns") >= 1.4e9,
+	      "the rest of the host holds the run's CPU");
+}

@@ -508,9 +508,10 @@ TEST(TIER_UNIT, host_others_are_each_cgroups_own_cpu)
 	struct host_snap sa = { .cgs = a, .ncgs = ARRAY_SIZE(a) };
 	struct host_snap sb = { .cgs = b, .ncgs = ARRAY_SIZE(b) };
 	struct host_context h = { 0 };
+	const struct host_tasks workers = { name_worker, NULL, NULL };
 	const struct host_other *o;
 
-	host_context__compute(&h, &sa, &sb, "/taskprobe/me", 2000000000ULL, name_worker, NULL);
+	host_context__compute(&h, &sa, &sb, "/taskprobe/me", 2000000000ULL, &workers);
 	ASSERT_TRUE(h.have_cpu, "measured");
 	/* root own: 4000 - (800 + 2300 + 40) = 860 ms; others: 860 + 800 + 300 + 40 */
 	ASSERT_EQ(h.other_cpu_ns, 2000000000ULL, "the rest: every cgroup's own but the task's");
@@ -541,6 +542,6 @@ TEST(TIER_UNIT, host_others_are_each_cgroups_own_cpu)
 
 	/* The root's ticks short of its children's clock: its own is 0, not negative. */
 	b[0].usage_us = 2000000;
-	host_context__compute(&h, &sa, &sb, "/taskprobe/me", 2000000000ULL, name_worker, NULL);
+	host_context__compute(&h, &sa, &sb, "/taskprobe/me", 2000000000ULL, &workers);
 	ASSERT_EQ(h.other_cpu_ns, 1140000000ULL, "the root's own clamped at 0");
 }

@@ -1031,6 +1031,9 @@ static int run_task(struct run_opts *o)
 		tp_err("cannot start '%s': %s", o->argv[0], strerror(-st.pid));
 		goto out_mask;
 	}
+	/* The command runs: the host around it is read now, not before it. */
+	if (!st.bare && !st.linked)
+		session__host_begin(&st.s);
 	/* Not found or not executable: the task still ends with a record, as any other. */
 	if (exec_err == ENOENT)
 		tp_err("%s: command not found", o->argv[0]);

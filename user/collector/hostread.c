@@ -163,17 +163,24 @@ static int by_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* /proc/PID/stat: comm, start time and CPU ticks; /proc/PID/cgroup: its v2 path. */
-static int read_proc(int pid, struct proc_cpu *p)
+/* /proc/PID/stat (dir the open /proc): comm, start time and CPU ticks. */
+static int read_proc(int dir, int pid, struct proc_cpu *p)
 {
-	char file[64], buf[1024], *close_paren, *line;
+	char file[32], buf[1024], *close_paren;
 	unsigned long long ut, st, start;
 	ssize_t n;
 
-	snprintf(file, sizeof(file), "/proc/%d/stat", pid);
-	n = tp_read_file(file, buf, sizeof(buf));
+	int fd;
+
+	snprintf(file, sizeof(file), "%d/stat", pid);
+	fd = openat(dir, file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
 	if (n <= 0)
 		return -ENOENT;
+	buf[n] = '\0';
 	close_paren = strrchr(buf, ')');
 	if (!close_paren || !strchr(buf, '('))
 		return -EINVAL;
@@ -190,47 +197,105 @@ static int read_proc(int pid, struct proc_cpu *p)
 	p->start_ticks = start;
 	snprintf(p->comm, sizeof(p->comm), "%.*s", (int)(close_paren - strchr(buf, '(') - 1),
 		 strchr(buf, '(') + 1);
-	snprintf(file, sizeof(file), "/proc/%d/cgroup", pid);
-	n = tp_read_file(file, buf, sizeof(buf));
-	line = n > 0 ? strstr(buf, "0::") : NULL;
-	if (line && (line == buf || line[-1] == '\n')) {
-		line[3 + strcspn(line + 3, "\n")] = '\0';
-		p->cgroup = strdup(line + 3);
-	}
 	return 0;
 }
 
-static void scan_procs(struct host_snap *s)
+struct pidset {
+	int *pids;
+	size_t n, cap;
+};
+
+/* The processes of cgroup dir path and of every cgroup below it. */
+static void subtree_pids(struct pidset *ps, char *path, size_t len, int depth)
+{
+	char buf[8192];
+	struct dirent *e;
+	ssize_t n;
+	DIR *d;
+
+	if (len + 14 < PATH_MAX) {
+		memcpy(path + len, "/cgroup.procs", 14);
+		n = tp_read_file(path, buf, sizeof(buf));
+		path[len] = '\0';
+		for (char *l = n > 0 ? buf : NULL; l && *l;
+		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			if (ps->n == ps->cap) {
+				size_t cap = ps->cap ? ps->cap * 2 : 64;
+				int *np = realloc(ps->pids, cap * sizeof(*np));
+
+				if (!np)
+					return;
+				ps->pids = np;
+				ps->cap = cap;
+			}
+			ps->pids[ps->n++] = atoi(l);
+		}
+	}
+	if (depth >= CGROUP_DEPTH_MAX || !(d = opendir(path)))
+		return;
+	while ((e = readdir(d))) {
+		size_t nl = strlen(e->d_name);
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' || len + 1 + nl >= PATH_MAX)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, e->d_name, nl + 1);
+		subtree_pids(ps, path, len + 1 + nl, depth + 1);
+		path[len] = '\0';
+	}
+	closedir(d);
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Every process's CPU but the task's (the processes of its subtree now). */
+static void scan_procs(struct host_snap *s, const char *task)
 {
 	DIR *d = opendir("/proc");
+	struct pidset skip = { 0 };
+	char path[PATH_MAX];
 	struct dirent *e;
 	size_t cap = 0;
 
 	if (!d)
 		return;
+	if (task) {
+		snprintf(path, sizeof(path), "%s", task);
+		subtree_pids(&skip, path, strlen(path), 0);
+		qsort(skip.pids, skip.n, sizeof(*skip.pids), int_cmp);
+	}
 	while ((e = readdir(d)) && s->nprocs < PROCS_MAX) {
 		struct proc_cpu p;
+		int pid;
 
-		if (!isdigit((unsigned char)e->d_name[0]) || read_proc(atoi(e->d_name), &p))
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = atoi(e->d_name);
+		if ((skip.n && bsearch(&pid, skip.pids, skip.n, sizeof(int), int_cmp)) ||
+		    read_proc(dirfd(d), pid, &p))
 			continue;
 		if (s->nprocs == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
 			struct proc_cpu *n = realloc(s->procs, ncap * sizeof(*n));
 
-			if (!n) {
-				free(p.cgroup);
+			if (!n)
 				break;
-			}
 			s->procs = n;
 			cap = ncap;
 		}
 		s->procs[s->nprocs++] = p;
 	}
 	closedir(d);
+	free(skip.pids);
 	qsort(s->procs, s->nprocs, sizeof(*s->procs), by_pid);
 }
 
-int host_snap__take(struct host_snap *s, const char *root, bool full)
+int host_snap__take(struct host_snap *s, const char *root, bool full, const char *task)
 {
 	memset(s, 0, sizeof(*s));
 	s->t_ns = tp_now_ns();
@@ -247,7 +312,7 @@ int host_snap__take(struct host_snap *s, const char *root, bool full)
 		qsort(s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);
 	}
 	if (full)
-		scan_procs(s);
+		scan_procs(s, task);
 	return s->have_busy || s->psi.have || s->ncgs ? 0 : -ENODATA;
 }
 
@@ -255,8 +320,6 @@ void host_snap__free(struct host_snap *s)
 {
 	for (size_t i = 0; i < s->ncgs; i++)
 		free(s->cgs[i].rel);
-	for (size_t i = 0; i < s->nprocs; i++)
-		free(s->procs[i].cgroup);
 	free(s->cgs);
 	free(s->procs);
 	memset(s, 0, sizeof(*s));
@@ -290,12 +353,11 @@ static __u64 cg_delta(const struct host_snap *a, const struct cg_usage *c)
 }
 
 /* A task's cgroup: named by the daemon, or one of taskprobe's own (.../taskprobe/ID). */
-static bool task_cgroup(const char *rel, host_task_name_fn name_task, void *ctx, char *id,
-			size_t len)
+static bool task_cgroup(const char *rel, const struct host_tasks *tasks, char *id, size_t len)
 {
 	const char *slash = strrchr(rel, '/');
 
-	if (name_task && name_task(ctx, rel, id, len))
+	if (tasks && tasks->name && tasks->name(tasks->ctx, rel, id, len))
 		return true;
 	if (!slash || slash == rel)
 		return false;
@@ -328,7 +390,7 @@ static void add_other(struct host_other *top, int *n, int max, const struct host
  */
 static __u64 top_cgroups(struct host_other *top, int *n, const struct host_snap *a,
 			 const struct host_snap *b, const char *task_rel,
-			 host_task_name_fn name_task, void *ctx)
+			 const struct host_tasks *tasks)
 {
 	char id[HOST_OTHER_NAME];
 	__u64 total = 0;
@@ -344,7 +406,7 @@ static __u64 top_cgroups(struct host_other *top, int *n, const struct host_snap 
 		if (unit && within(c->rel, unit))
 			continue;
 		unit = NULL;
-		if (task_cgroup(c->rel, name_task, ctx, id, sizeof(id))) {
+		if (task_cgroup(c->rel, tasks, id, sizeof(id))) {
 			/* A task's whole subtree, unless the measured task is inside it. */
 			if (!within(task_rel, c->rel)) {
 				o.kind = HOST_OTHER_TASK;
@@ -376,7 +438,7 @@ static __u64 top_cgroups(struct host_other *top, int *n, const struct host_snap 
 
 /* Processes outside the task, summed by program (comm). */
 static void top_programs(struct host_other *top, int *n, const struct host_snap *a,
-			 const struct host_snap *b, const char *task_rel)
+			 const struct host_snap *b)
 {
 	long hz = sysconf(_SC_CLK_TCK);
 	struct host_other *progs = NULL;
@@ -389,8 +451,6 @@ static void top_programs(struct host_other *top, int *n, const struct host_snap 
 		__u64 ticks = p->cpu_ticks;
 		size_t k;
 
-		if (*task_rel && p->cgroup && within(p->cgroup, task_rel))
-			continue;
 		while (j < a->nprocs && a->procs[j].pid < p->pid)
 			j++;
 		if (j < a->nprocs && a->procs[j].pid == p->pid &&
@@ -423,16 +483,49 @@ static void top_programs(struct host_other *top, int *n, const struct host_snap 
 	free(progs);
 }
 
+#define GONE_MAX 256
+
+/*
+ * b with the tasks' cgroups removed since a (each with its last usage) put back, so
+ * that a task that ended meanwhile is named, not folded into its parent: *merged is
+ * the caller's to free (NULL: b as it is).
+ */
+static struct host_snap with_gone(const struct host_snap *a, const struct host_snap *b,
+				  const struct host_tasks *tasks, struct cg_usage **merged)
+{
+	struct cg_usage gone[GONE_MAX];
+	struct host_snap m = *b;
+	size_t n = 0, k;
+
+	*merged = NULL;
+	if (tasks && tasks->gone)
+		n = tasks->gone(tasks->ctx, a->t_ns, gone, GONE_MAX);
+	if (!n || !(*merged = calloc(b->ncgs + n, sizeof(**merged))))
+		return m;
+	memcpy(*merged, b->cgs, b->ncgs * sizeof(**merged));
+	k = b->ncgs;
+	for (size_t i = 0; i < n; i++)
+		if (!find_cg(b, gone[i].rel))
+			(*merged)[k++] = gone[i];
+	qsort(*merged, k, sizeof(**merged), by_rel);
+	m.cgs = *merged;
+	m.ncgs = k;
+	return m;
+}
+
 void host_context__compute(struct host_context *out, const struct host_snap *a,
 			   const struct host_snap *b, const char *task_rel, __u64 task_cpu_ns,
-			   host_task_name_fn name_task, void *ctx)
+			   const struct host_tasks *tasks)
 {
 	struct host_other cgs[TOP_CGROUPS], progs[TOP_PROGRAMS];
+	struct cg_usage *merged;
+	struct host_snap bm = with_gone(a, b, tasks, &merged);
 	int ncg = 0, nprog = 0;
 	__u64 others_us;
 
 	out->host_psi = psi_totals__delta(&a->psi, &b->psi);
-	others_us = top_cgroups(cgs, &ncg, a, b, task_rel ? task_rel : "", name_task, ctx);
+	others_us = top_cgroups(cgs, &ncg, a, &bm, task_rel ? task_rel : "", tasks);
+	free(merged);
 	/*
 	 * The others' CPU is the sum of every cgroup's own but the task's: each cgroup's
 	 * usage is the scheduler's clock, as the task's is. Only the root's own (kernel
@@ -448,7 +541,7 @@ void host_context__compute(struct host_context *out, const struct host_snap *a,
 		out->other_cpu_ns =
 			out->host_cpu_ns > task_cpu_ns ? out->host_cpu_ns - task_cpu_ns : 0;
 	}
-	top_programs(progs, &nprog, a, b, task_rel ? task_rel : "");
+	top_programs(progs, &nprog, a, b);
 	out->nothers = 0;
 	for (int i = 0; i < ncg && out->nothers < HOST_OTHERS_MAX; i++)
 		out->others[out->nothers++] = cgs[i];

@@ -34,7 +34,6 @@ struct proc_cpu {
 	__u64 start_ticks; /* since boot, with pid the process's identity */
 	__u64 cpu_ticks;   /* utime + stime, USER_HZ */
 	char comm[16];
-	char *cgroup; /* its cgroup2 path, "/a/b" */
 };
 
 /* The host at one moment. */
@@ -51,24 +50,35 @@ struct host_snap {
 
 /*
  * Reads the host now: busy CPU and pressure, and when full every cgroup's usage
- * under root (at most 16384) and every process's CPU. 0, or -errno when nothing of
- * it could be read; a part that could not is left empty.
+ * under root (at most 16384) and every process's CPU but those in the subtree of the
+ * cgroup dir task (NULL: none). 0, or -errno when nothing of it could be read; a
+ * part that could not is left empty.
  */
-int host_snap__take(struct host_snap *s, const char *root, bool full);
+int host_snap__take(struct host_snap *s, const char *root, bool full, const char *task);
 void host_snap__free(struct host_snap *s);
 
-/* A cgroup below the mount named as a task's id (into id), or false: not a task's. */
-typedef bool (*host_task_name_fn)(void *ctx, const char *rel, char *id, size_t len);
+/* What a daemon knows of its other tasks, for naming them. */
+struct host_tasks {
+	/* A cgroup below the mount named as a task's id (into id), or false: not a task's. */
+	bool (*name)(void *ctx, const char *rel, char *id, size_t len);
+	/*
+	 * Tasks' cgroups removed since `since` (CLOCK_MONOTONIC ns), each with its usage
+	 * as last read: up to max into out (rel owned by the caller), how many.
+	 */
+	size_t (*gone)(void *ctx, __u64 since, struct cg_usage *out, size_t max);
+	void *ctx;
+};
 
 /*
  * From a to b: the CPU the rest of the host used (the sum of every cgroup's own but the
  * task's subtree; the root's own from its ticks), the host's (that and task_cpu_ns over
  * the same time), and the largest others: cgroups by their own CPU (a task's cgroup,
- * named by name_task or under a "taskprobe" parent, with all below it; the task's
+ * named by tasks or under a "taskprobe" parent, with all below it, also one removed
+ * meanwhile that tasks remembers; the task's
  * own subtree, task_rel, left out) and programs by their processes' CPU.
  */
 void host_context__compute(struct host_context *out, const struct host_snap *a,
 			   const struct host_snap *b, const char *task_rel, __u64 task_cpu_ns,
-			   host_task_name_fn name_task, void *ctx);
+			   const struct host_tasks *tasks);
 
 #endif /* TP_HOSTREAD_H */

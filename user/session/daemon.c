@@ -551,6 +551,7 @@ void daemon__close(struct daemon *d)
 	if (d->held >= 0)
 		close(d->held);
 	free(d->tasks);
+	free(d->ended);
 	free(d->config_text);
 	free(d);
 }

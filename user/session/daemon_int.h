@@ -103,6 +103,20 @@ struct daemon {
 	int nleft;
 	int held;	       /* the store's .daemon.lock, -1 if none */
 	char pinned[PATH_MAX]; /* where the maps and links are pinned, "" if nowhere */
+	/* The tasks ended lately, for naming them in the others' host context. */
+	struct ended_task *ended; /* ENDED_MAX of them, a ring; NULL until one ends */
+	int ended_next;
+	struct host_tasks host_tasks;
+};
+
+#define ENDED_MAX 256
+
+/* A task that ended: its cgroup (below the mount), id and CPU as last read. */
+struct ended_task {
+	char rel[512];
+	char id[TP_ID_MAX + 1];
+	__u64 usage_us;
+	__u64 end_ns; /* CLOCK_MONOTONIC; 0: an empty entry */
 };
 
 /* daemon_tasks.c: the task table, the `run` clients, the requests. */

@@ -222,7 +222,7 @@ static struct dtask *new_task(struct daemon *d, int fd, const char *id, char **k
 	return t;
 }
 
-/* Another of the daemon's tasks, by the cgroup it tracks: the host context's names. */
+/* Another of the daemon's tasks, by the cgroup it tracks or tracked: its id. */
 static bool name_task(void *ctx, const char *rel, char *id, size_t len)
 {
 	struct daemon *d = ctx;
@@ -232,7 +232,41 @@ static bool name_task(void *ctx, const char *rel, char *id, size_t len)
 			snprintf(id, len, "%s", d->tasks[i]->id);
 			return true;
 		}
+	for (int i = 0; d->ended && i < ENDED_MAX; i++)
+		if (d->ended[i].end_ns && !strcmp(d->ended[i].rel, rel)) {
+			snprintf(id, len, "%s", d->ended[i].id);
+			return true;
+		}
 	return false;
+}
+
+/* The tasks that ended since `since`, with their cgroups' last usage. */
+static size_t gone_tasks(void *ctx, __u64 since, struct cg_usage *out, size_t max)
+{
+	struct daemon *d = ctx;
+	size_t n = 0;
+
+	for (int i = 0; d->ended && i < ENDED_MAX && n < max; i++)
+		if (d->ended[i].end_ns > since)
+			out[n++] = (struct cg_usage){ d->ended[i].rel, d->ended[i].usage_us };
+	return n;
+}
+
+/* A task ends: remembered for the host context of the tasks that ran beside it. */
+static void remember_ended(struct daemon *d, const struct dtask *t, const struct task_record *rec)
+{
+	struct ended_task *e;
+
+	if (!t->s.cg_rel || !rec->have_cpu_stat)
+		return;
+	if (!d->ended && !(d->ended = calloc(ENDED_MAX, sizeof(*d->ended))))
+		return;
+	e = &d->ended[d->ended_next];
+	d->ended_next = (d->ended_next + 1) % ENDED_MAX;
+	snprintf(e->rel, sizeof(e->rel), "%s", t->s.cg_rel);
+	snprintf(e->id, sizeof(e->id), "%s", t->id);
+	e->usage_us = rec->cpu_stat.usage_us;
+	e->end_ns = tp_now_ns();
 }
 
 void daemon__params(struct daemon *d, struct dtask *t, struct session_params *p, int nlabels)
@@ -246,8 +280,8 @@ void daemon__params(struct daemon *d, struct dtask *t, struct session_params *p,
 	p->root = d->root;
 	p->db_path = d->db;
 	p->by_daemon = true;
-	p->name_task = name_task;
-	p->name_ctx = d;
+	d->host_tasks = (struct host_tasks){ name_task, gone_tasks, d };
+	p->tasks = &d->host_tasks;
 }
 
 /* The session of t with what every task of the daemon's shares; 0, or answered. */
@@ -328,6 +362,8 @@ static void start_task(struct daemon *d, int fd, char **f, int nf)
 	d->tasks[d->ntasks++] = t;
 	describe(d, t);
 	daemon_answer(fd, "ok\t%s", t->s.msock.fd >= 0 ? t->s.msock.path : "");
+	/* The worker's processes run: the host around them, once they are not kept waiting. */
+	session__host_begin(&t->s);
 }
 
 void daemon__end_task(struct daemon *d, struct dtask *t, enum task_end end, int fd)
@@ -336,6 +372,7 @@ void daemon__end_task(struct daemon *d, struct dtask *t, enum task_end end, int 
 	struct timeval tv = { .tv_sec = 2 };
 	FILE *f;
 
+	remember_ended(d, t, rec);
 	if (end == TASK_EXITED)
 		task_record__set_end(rec, t->wstatus, t->exec_err);
 	else
@@ -532,6 +569,8 @@ static bool run_task(struct daemon *d, int fd, char **f, int nf)
 	describe(d, t);
 	daemon_answer(fd, "ok\t%s\t%s\t%s", t->s.cgroup, t->s.memcg,
 		      t->s.msock.fd >= 0 ? t->s.msock.path : "");
+	/* Answered: its client starts the command meanwhile. */
+	session__host_begin(&t->s);
 	return true;
 }
 

@@ -157,20 +157,27 @@ static void snapshot(struct session *s, struct phase_snap *snap)
 	snap_psi(s, snap);
 }
 
-/*
- * The host at the task's start (a few ms: every cgroup's cpu.stat and every process's
- * stat), and the task's pressure totals then; `note` says when it is not the start.
- */
+/* The task's pressure totals, and the series' others' cores, from its start. */
+static void pressure_begin(struct session *s)
+{
+	psi_read(s->cgroup, &s->psi_start);
+	host_read_usage(s->p.root, &s->sampler.last_host_us, &s->sampler.last_kids_us);
+}
+
+/* The host at the task's start, or since note says when. */
 static void host_begin(struct session *s, const char *note)
 {
-	if (host_snap__take(&s->host_start, s->p.root, true))
+	if (host_snap__take(&s->host_start, s->p.root, true, s->cgroup))
 		snprintf(s->rec.hctx.note, sizeof(s->rec.hctx.note), "%s",
 			 "the host's CPU and pressure files could not be read");
 	else if (note)
 		snprintf(s->rec.hctx.note, sizeof(s->rec.hctx.note), "%s", note);
-	psi_read(s->cgroup, &s->psi_start);
-	/* The series' others' cores count from here. */
-	host_read_usage(s->p.root, &s->sampler.last_host_us, &s->sampler.last_kids_us);
+}
+
+void session__host_begin(struct session *s)
+{
+	if (!s->host_start.t_ns)
+		host_begin(s, NULL);
 }
 
 /* The host around the task from its start to now, into its record. */
@@ -185,9 +192,8 @@ static void host_end(struct session *s)
 	rec->hctx.psi = psi_totals__delta(&s->psi_start, &psi);
 	if (!s->host_start.t_ns)
 		return;
-	host_snap__take(&end, s->p.root, true);
-	host_context__compute(&rec->hctx, &s->host_start, &end, s->cg_rel, task_cpu, s->p.name_task,
-			      s->p.name_ctx);
+	host_snap__take(&end, s->p.root, true, s->cgroup);
+	host_context__compute(&rec->hctx, &s->host_start, &end, s->cg_rel, task_cpu, s->p.tasks);
 	host_snap__free(&end);
 }
 
@@ -556,7 +562,7 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	s->sampler.root = s->p.root;
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
-	host_begin(s, NULL);
+	pressure_begin(s);
 	return 0;
 }
 
@@ -625,6 +631,7 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 	sampler__resume(&s->sampler, now);
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
+	pressure_begin(s);
 	host_begin(s, "the rest of the host's CPU and pressure since the daemon changed hands, "
 		      "not since the task's start");
 	tp_fmt_time(when, sizeof(when), tp_realtime_ns());

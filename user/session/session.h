@@ -57,9 +57,8 @@ struct session_params {
 	unsigned collect; /* what the task asks collected (collect.h), 0: all the collector does */
 	session_done_fn done_fn;
 	void *done_ctx;
-	/* Other tasks' cgroups named by their ids in the host context (the daemon's). */
-	host_task_name_fn name_task;
-	void *name_ctx;
+	/* Other tasks named by their ids in the host context (the daemon's), or NULL. */
+	const struct host_tasks *tasks;
 };
 
 struct session {
@@ -109,6 +108,13 @@ bool session__needs_args(const struct session *s);
  * the reason said in one line.
  */
 int session__start(struct session *s, struct collector *c, struct store *store, struct loop *loop);
+/*
+ * The host around the task from now (every cgroup's and process's CPU: a few ms, up to
+ * tens on a host of a thousand processes): the caller calls it once the task's command
+ * runs, so that the job never waits for it. Without it, the record has the task's
+ * pressure but not the rest of the host.
+ */
+void session__host_begin(struct session *s);
 /* What a daemon before us left of a task (handover.h), for session__resume. */
 struct session_resume {
 	int slot;
