@@ -36,7 +36,7 @@ const char export_usage[] =
 	"                the start)\n"
 	"  csv           the series, one row a sample: t_ms, cpu_millicores, mem_bytes,\n"
 	"                read_bytes_per_s, write_bytes_per_s, procs, phase,\n"
-	"                net_rx_bytes_per_s, net_tx_bytes_per_s\n"
+	"                net_rx_bytes_per_s, net_tx_bytes_per_s, host_other_millicores\n"
 	"  json          the task record (docs/task-record.md)\n"
 	"  perfherder    Perfherder data, the task and each phase a suite (the same as\n"
 	"                run --perfherder's line, without its prefix)\n"
