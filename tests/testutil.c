@@ -366,6 +366,25 @@ static void pglab_down(pid_t test_pid)
 		tu_run(argv, &r, 60);
 }
 
+const char *tu_metrics_of(int port, struct tu_result *r)
+{
+	char url[64];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+	tu_run((char *[]){ "curl", "-s", "--max-time", "10", url, NULL }, r, 30);
+	return r->out ? r->out : "";
+}
+
+double tu_prom_value(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
 int tu_free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,

@@ -79,6 +79,10 @@ bool tu_wait_socket(const char *sock, pid_t daemon);
  * (TASKPROBE_CONTROL set, TASKPROBE_DB unset). -1 when it does not answer.
  */
 pid_t tu_daemon(const char *db, const char *sock);
+/* GET http://127.0.0.1:port/metrics (a daemon's): the body, or "" (r holds it). */
+const char *tu_metrics_of(int port, struct tu_result *r);
+/* The value of an unlabelled sample "NAME V" in Prometheus text, or -1. */
+double tu_prom_value(const char *text, const char *name);
 /* A loopback TCP port free now (whoever binds it next, a moment later). */
 int tu_free_port(void);
 /* pglab.sh VERB DIR (stop, start): its exit status. */

@@ -708,27 +708,6 @@ TEST(TIER_E2E, fleet_migration_waits_for_another_host)
 	ASSERT_EQ(psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"), 2, "both tasks");
 }
 
-/* GET http://127.0.0.1:port/metrics: the body, or "" */
-static const char *metrics_of(int port, struct tu_result *r)
-{
-	char url[64];
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
-	tu_run((char *[]){ "curl", "-s", "--max-time", "10", url, NULL }, r, 30);
-	return r->out ? r->out : "";
-}
-
-/* The value of an unlabelled sample "NAME V" in Prometheus text, or -1. */
-static double prom_value(const char *text, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (!strncmp(p, name, n) && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return -1;
-}
-
 TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 {
 	char sock[512], log[512], listen[64], cmd[3072], id[32];
@@ -752,12 +731,14 @@ TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 		usleep(10000);
 	ASSERT_OK(access(sock, F_OK), "the daemon listens");
 	/* Before any task or round: the sink's families are there, for absent() alerts. */
-	for (int i = 0; i < 100 && !strstr(metrics_of(hport, &r), "taskprobe_tasks_running"); i++)
+	for (int i = 0; i < 100 && !strstr(tu_metrics_of(hport, &r), "taskprobe_tasks_running");
+	     i++)
 		usleep(50000);
-	m = metrics_of(hport, &r);
-	ASSERT_EQ(prom_value(m, "taskprobe_sink_backlog_tasks"), 0,
+	m = tu_metrics_of(hport, &r);
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_sink_backlog_tasks"), 0,
 		  "/metrics at start: no backlog");
-	ASSERT_EQ(prom_value(m, "taskprobe_sink_shipped_total"), 0, "/metrics at start: none yet");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_sink_shipped_total"), 0,
+		  "/metrics at start: none yet");
 	setenv("TASKPROBE_CONTROL", sock, 1);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof(id), "d-%d", i);
@@ -767,9 +748,9 @@ TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 	CHECK(wait_num(&l, "SELECT count(*) FROM taskprobe.tasks", 3),
 	      "the daemon's shipper sent its tasks: %ld",
 	      psql_num(&l, "SELECT count(*) FROM taskprobe.tasks"));
-	m = metrics_of(hport, &r);
-	ASSERT_EQ(prom_value(m, "taskprobe_sink_backlog_tasks"), 0, "/metrics: no backlog");
-	ASSERT_EQ(prom_value(m, "taskprobe_sink_shipped_total"), 3, "/metrics: shipped");
+	m = tu_metrics_of(hport, &r);
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_sink_backlog_tasks"), 0, "/metrics: no backlog");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_sink_shipped_total"), 3, "/metrics: shipped");
 
 	ASSERT_OK(tu_pglab_ctl(l.dir, "stop"), "PostgreSQL stopped");
 	for (int i = 3; i < 5; i++) {
@@ -778,13 +759,13 @@ TEST(TIER_E2E, fleet_daemon_ships_and_shows_its_backlog)
 		ASSERT_EQ(r.status, 0, "a run while the sink is away");
 	}
 	for (int i = 0; i < 200; i++) {
-		m = metrics_of(hport, &r);
-		if (prom_value(m, "taskprobe_sink_backlog_tasks") == 2 &&
+		m = tu_metrics_of(hport, &r);
+		if (tu_prom_value(m, "taskprobe_sink_backlog_tasks") == 2 &&
 		    strstr(m, "taskprobe_sink_last_error_info{"))
 			break;
 		usleep(50000);
 	}
-	ASSERT_EQ(prom_value(m, "taskprobe_sink_backlog_tasks"), 2, "/metrics: the backlog");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_sink_backlog_tasks"), 2, "/metrics: the backlog");
 	CHECK(strstr(m, "taskprobe_sink_last_error_info{sink=\"postgresql://tp@") &&
 		      strstr(m, "cannot connect"),
 	      "/metrics: the last error: %s", m);

@@ -267,27 +267,6 @@ TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
 	shared_db();
 }
 
-/* GET http://127.0.0.1:port/metrics: the body, or "" */
-static const char *metrics_of(int port, struct tu_result *r)
-{
-	char url[64];
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
-	tu_run((char *[]){ "curl", "-s", "--max-time", "10", url, NULL }, r, 30);
-	return r->out ? r->out : "";
-}
-
-/* The value of an unlabelled sample "NAME V" in Prometheus text, or -1. */
-static double prom_value(const char *text, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (!strncmp(p, name, n) && p[n] == ' ')
-			return strtod(p + n + 1, NULL);
-	return -1;
-}
-
 /*
  * Injected: the daemon's collector is down while two tasks end, then comes back.
  * Recovered: /metrics shows the backlog of 2 and the last error; the shipper retries
@@ -330,14 +309,14 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	}
 	unsetenv("TASKPROBE_CONTROL");
 	for (int i = 0; i < 200; i++) {
-		m = metrics_of(hport, &r);
-		if (prom_value(m, "taskprobe_otlp_backlog_tasks") == 2 &&
+		m = tu_metrics_of(hport, &r);
+		if (tu_prom_value(m, "taskprobe_otlp_backlog_tasks") == 2 &&
 		    strstr(m, "taskprobe_otlp_last_error_info{"))
 			break;
 		usleep(50000);
 	}
-	ASSERT_EQ(prom_value(m, "taskprobe_otlp_backlog_tasks"), 2, "/metrics: the backlog");
-	ASSERT_EQ(prom_value(m, "taskprobe_otlp_shipped_total"), 0, "/metrics: none sent");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_otlp_backlog_tasks"), 2, "/metrics: the backlog");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_otlp_shipped_total"), 0, "/metrics: none sent");
 	CHECK(strstr(m, "taskprobe_otlp_last_error_info{otlp=\"http://127.0.0.1:") &&
 		      strstr(m, "connect"),
 	      "/metrics: the last error: %s", m);
@@ -350,13 +329,13 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	}
 	/* The shipper retries on its own, after its backoff (at most 60 s). */
 	for (int i = 0; i < 1400; i++) {
-		m = metrics_of(hport, &r);
-		if (prom_value(m, "taskprobe_otlp_backlog_tasks") == 0)
+		m = tu_metrics_of(hport, &r);
+		if (tu_prom_value(m, "taskprobe_otlp_backlog_tasks") == 0)
 			break;
 		usleep(50000);
 	}
-	ASSERT_EQ(prom_value(m, "taskprobe_otlp_backlog_tasks"), 0, "/metrics: no backlog");
-	ASSERT_EQ(prom_value(m, "taskprobe_otlp_shipped_total"), 2, "/metrics: two sent");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_otlp_backlog_tasks"), 0, "/metrics: no backlog");
+	ASSERT_EQ(tu_prom_value(m, "taskprobe_otlp_shipped_total"), 2, "/metrics: two sent");
 	ASSERT_EQ(kept(dir, "traces", names, 16), 2, "each task's trace once");
 	for (int i = 0; i < 2; i++) {
 		doc_task(dir, names[i], id, sizeof(id));

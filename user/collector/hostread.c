@@ -96,41 +96,18 @@ void psi_read(const char *dir, struct psi_totals *out)
 	}
 }
 
-struct walk {
-	struct cg_usage *cgs;
-	size_t n, cap;
-	size_t root_len;
-};
-
-static void walk_dir(struct walk *w, char *path, size_t len, int depth)
+/*
+ * visit(ctx, path, len) for the cgroup dir path and each below it, depth first, to
+ * CGROUP_DEPTH_MAX; path (PATH_MAX bytes) is extended in place and given back.
+ */
+static void walk_tree(char *path, size_t len, int depth,
+		      void (*visit)(void *ctx, char *path, size_t len), void *ctx)
 {
-	char file[PATH_MAX + 16];
 	struct dirent *e;
 	DIR *d;
-	__u64 us;
 
-	if (w->n >= CGROUPS_MAX)
-		return;
-	snprintf(file, sizeof(file), "%s/cpu.stat", path);
-	if (!usage_of(file, &us)) {
-		if (w->n == w->cap) {
-			size_t cap = w->cap ? w->cap * 2 : 64;
-			struct cg_usage *n = realloc(w->cgs, cap * sizeof(*n));
-
-			if (!n)
-				return;
-			w->cgs = n;
-			w->cap = cap;
-		}
-		w->cgs[w->n].rel = strdup(path + w->root_len);
-		w->cgs[w->n].usage_us = us;
-		if (w->cgs[w->n].rel)
-			w->n++;
-	}
-	if (depth >= CGROUP_DEPTH_MAX)
-		return;
-	d = opendir(path);
-	if (!d)
+	visit(ctx, path, len);
+	if (depth >= CGROUP_DEPTH_MAX || !(d = opendir(path)))
 		return;
 	while ((e = readdir(d))) {
 		size_t nl = strlen(e->d_name);
@@ -139,10 +116,45 @@ static void walk_dir(struct walk *w, char *path, size_t len, int depth)
 			continue;
 		path[len] = '/';
 		memcpy(path + len + 1, e->d_name, nl + 1);
-		walk_dir(w, path, len + 1 + nl, depth + 1);
+		walk_tree(path, len + 1 + nl, depth + 1, visit, ctx);
 		path[len] = '\0';
 	}
 	closedir(d);
+}
+
+struct walk {
+	struct cg_usage *cgs;
+	size_t n, cap;
+	size_t root_len;
+};
+
+/* One cgroup's usage into the walk. */
+static void take_usage(void *ctx, char *path, size_t len)
+{
+	struct walk *w = ctx;
+	__u64 us;
+
+	if (w->n >= CGROUPS_MAX || len + 10 >= PATH_MAX)
+		return;
+	memcpy(path + len, "/cpu.stat", 10);
+	if (usage_of(path, &us)) {
+		path[len] = '\0';
+		return;
+	}
+	path[len] = '\0';
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		struct cg_usage *n = realloc(w->cgs, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		w->cgs = n;
+		w->cap = cap;
+	}
+	w->cgs[w->n].rel = strdup(path + w->root_len);
+	w->cgs[w->n].usage_us = us;
+	if (w->cgs[w->n].rel)
+		w->n++;
 }
 
 /* Paths in tree order: '/' before every other byte, so a subtree follows its root. */
@@ -205,45 +217,58 @@ struct pidset {
 	size_t n, cap;
 };
 
-/* The processes of cgroup dir path and of every cgroup below it. */
-static void subtree_pids(struct pidset *ps, char *path, size_t len, int depth)
+/* A file whole (up to 4 MiB), NUL-terminated, the caller's to free; NULL if unreadable. */
+static char *read_whole(const char *path)
 {
-	char buf[8192];
-	struct dirent *e;
-	ssize_t n;
-	DIR *d;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	ssize_t n = 1;
 
-	if (len + 14 < PATH_MAX) {
-		memcpy(path + len, "/cgroup.procs", 14);
-		n = tp_read_file(path, buf, sizeof(buf));
-		path[len] = '\0';
-		for (char *l = n > 0 ? buf : NULL; l && *l;
-		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-			if (ps->n == ps->cap) {
-				size_t cap = ps->cap ? ps->cap * 2 : 64;
-				int *np = realloc(ps->pids, cap * sizeof(*np));
+	if (fd < 0)
+		return NULL;
+	while (n > 0 && cap < (4u << 20)) {
+		if (cap - len < 4097) {
+			char *nb = realloc(buf, cap ? cap * 2 : 8192);
 
-				if (!np)
-					return;
-				ps->pids = np;
-				ps->cap = cap;
-			}
-			ps->pids[ps->n++] = atoi(l);
+			if (!nb)
+				break;
+			buf = nb;
+			cap = cap ? cap * 2 : 8192;
 		}
+		n = read(fd, buf + len, cap - len - 1);
+		len += n > 0 ? (size_t)n : 0;
 	}
-	if (depth >= CGROUP_DEPTH_MAX || !(d = opendir(path)))
-		return;
-	while ((e = readdir(d))) {
-		size_t nl = strlen(e->d_name);
+	close(fd);
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
 
-		if (e->d_type != DT_DIR || e->d_name[0] == '.' || len + 1 + nl >= PATH_MAX)
-			continue;
-		path[len] = '/';
-		memcpy(path + len + 1, e->d_name, nl + 1);
-		subtree_pids(ps, path, len + 1 + nl, depth + 1);
-		path[len] = '\0';
+/* The processes of one cgroup into the set. */
+static void take_pids(void *ctx, char *path, size_t len)
+{
+	struct pidset *ps = ctx;
+	char *buf;
+
+	if (len + 14 >= PATH_MAX)
+		return;
+	memcpy(path + len, "/cgroup.procs", 14);
+	buf = read_whole(path);
+	path[len] = '\0';
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (ps->n == ps->cap) {
+			size_t cap = ps->cap ? ps->cap * 2 : 64;
+			int *np = realloc(ps->pids, cap * sizeof(*np));
+
+			if (!np)
+				break;
+			ps->pids = np;
+			ps->cap = cap;
+		}
+		ps->pids[ps->n++] = atoi(l);
 	}
-	closedir(d);
+	free(buf);
 }
 
 static int int_cmp(const void *a, const void *b)
@@ -266,7 +291,7 @@ static void scan_procs(struct host_snap *s, const char *task)
 		return;
 	if (task) {
 		snprintf(path, sizeof(path), "%s", task);
-		subtree_pids(&skip, path, strlen(path), 0);
+		walk_tree(path, strlen(path), 0, take_pids, &skip);
 		qsort(skip.pids, skip.n, sizeof(*skip.pids), int_cmp);
 	}
 	while ((e = readdir(d)) && s->nprocs < PROCS_MAX) {
@@ -306,7 +331,7 @@ int host_snap__take(struct host_snap *s, const char *root, bool full, const char
 		struct walk w = { .root_len = strlen(root) };
 
 		snprintf(path, sizeof(path), "%s", root);
-		walk_dir(&w, path, strlen(path), 0);
+		walk_tree(path, strlen(path), 0, take_usage, &w);
 		s->cgs = w.cgs;
 		s->ncgs = w.n;
 		qsort(s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);

@@ -121,6 +121,40 @@ static void run_attributes(struct jw *w, const struct otlp_input *in)
 	}
 }
 
+/*
+ * An export request's nesting down to its list of items: {"resourceX": [{resource,
+ * "scopeX": [{scope, "items": [ ... (envelope_end closes it).
+ */
+static void envelope_begin(struct jw *w, const struct otlp_input *in, const char *resources,
+			   const char *scopes, const char *items)
+{
+	jw_obj_begin(w);
+	jw_key(w, resources);
+	jw_arr_begin(w);
+	jw_obj_begin(w);
+	resource(w, in);
+	jw_key(w, scopes);
+	jw_arr_begin(w);
+	jw_obj_begin(w);
+	jw_key(w, "scope");
+	jw_obj_begin(w);
+	jw_kstr(w, "name", "taskprobe");
+	jw_kstr(w, "version", TP_VERSION);
+	jw_obj_end(w);
+	jw_key(w, items);
+	jw_arr_begin(w);
+}
+
+static void envelope_end(struct jw *w)
+{
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
 /* The task span's attributes: the run, the mapped labels, every label, every figure. */
 static void task_attributes(struct jw *w, const struct otlp_input *in)
 {
@@ -225,21 +259,7 @@ int otlp_write_traces(FILE *f, const struct otlp_input *in)
 		hex_id(ids[i], &sw, 1);
 	}
 	jw_init(&w, f, false);
-	jw_obj_begin(&w);
-	jw_key(&w, "resourceSpans");
-	jw_arr_begin(&w);
-	jw_obj_begin(&w);
-	resource(&w, in);
-	jw_key(&w, "scopeSpans");
-	jw_arr_begin(&w);
-	jw_obj_begin(&w);
-	jw_key(&w, "scope");
-	jw_obj_begin(&w);
-	jw_kstr(&w, "name", "taskprobe");
-	jw_kstr(&w, "version", TP_VERSION);
-	jw_obj_end(&w);
-	jw_key(&w, "spans");
-	jw_arr_begin(&w);
+	envelope_begin(&w, in, "resourceSpans", "scopeSpans", "spans");
 	/* The task's span. */
 	jw_obj_begin(&w);
 	jw_kstr(&w, "traceId", trace);
@@ -280,12 +300,7 @@ int otlp_write_traces(FILE *f, const struct otlp_input *in)
 			}
 		phase_span(&w, p, trace, ids[i], parent, start_ns);
 	}
-	jw_arr_end(&w);
-	jw_obj_end(&w);
-	jw_arr_end(&w);
-	jw_obj_end(&w);
-	jw_arr_end(&w);
-	jw_obj_end(&w);
+	envelope_end(&w);
 	fputc('\n', f);
 	free(ids);
 	return ferror(f) ? -EIO : 0;
@@ -357,30 +372,11 @@ int otlp_write_metrics(FILE *f, const struct otlp_input *in)
 	struct jw w;
 
 	jw_init(&w, f, false);
-	jw_obj_begin(&w);
-	jw_key(&w, "resourceMetrics");
-	jw_arr_begin(&w);
-	jw_obj_begin(&w);
-	resource(&w, in);
-	jw_key(&w, "scopeMetrics");
-	jw_arr_begin(&w);
-	jw_obj_begin(&w);
-	jw_key(&w, "scope");
-	jw_obj_begin(&w);
-	jw_kstr(&w, "name", "taskprobe");
-	jw_kstr(&w, "version", TP_VERSION);
-	jw_obj_end(&w);
-	jw_key(&w, "metrics");
-	jw_arr_begin(&w);
+	envelope_begin(&w, in, "resourceMetrics", "scopeMetrics", "metrics");
 	for (const struct json *v = m ? m->child : NULL; v; v = v->next)
 		if (v->type == JSON_NUM && metric_is_builtin(v->key))
 			metric(&w, in, v, start_ns, end_ns);
-	jw_arr_end(&w);
-	jw_obj_end(&w);
-	jw_arr_end(&w);
-	jw_obj_end(&w);
-	jw_arr_end(&w);
-	jw_obj_end(&w);
+	envelope_end(&w);
 	fputc('\n', f);
 	return ferror(f) ? -EIO : 0;
 }
