@@ -292,7 +292,8 @@ static void scan_procs(struct host_snap *s, const char *task)
 	if (task) {
 		snprintf(path, sizeof(path), "%s", task);
 		walk_tree(path, strlen(path), 0, take_pids, &skip);
-		qsort(skip.pids, skip.n, sizeof(*skip.pids), int_cmp);
+		if (skip.n)
+			qsort(skip.pids, skip.n, sizeof(*skip.pids), int_cmp);
 	}
 	while ((e = readdir(d)) && s->nprocs < PROCS_MAX) {
 		struct proc_cpu p;
@@ -317,7 +318,8 @@ static void scan_procs(struct host_snap *s, const char *task)
 	}
 	closedir(d);
 	free(skip.pids);
-	qsort(s->procs, s->nprocs, sizeof(*s->procs), by_pid);
+	if (s->nprocs)
+		qsort(s->procs, s->nprocs, sizeof(*s->procs), by_pid);
 }
 
 int host_snap__take(struct host_snap *s, const char *root, bool full, const char *task)
@@ -334,7 +336,8 @@ int host_snap__take(struct host_snap *s, const char *root, bool full, const char
 		walk_tree(path, strlen(path), 0, take_usage, &w);
 		s->cgs = w.cgs;
 		s->ncgs = w.n;
-		qsort(s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);
+		if (s->ncgs)
+			qsort(s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);
 	}
 	if (full)
 		scan_procs(s, task);
@@ -364,7 +367,7 @@ static const struct cg_usage *find_cg(const struct host_snap *s, const char *rel
 {
 	struct cg_usage key = { .rel = (char *)rel };
 
-	return bsearch(&key, s->cgs, s->ncgs, sizeof(*s->cgs), by_rel);
+	return s->ncgs ? bsearch(&key, s->cgs, s->ncgs, sizeof(*s->cgs), by_rel) : NULL;
 }
 
 /* A cgroup's CPU from a to b (one made since: all of its CPU). */
@@ -527,7 +530,8 @@ static struct host_snap with_gone(const struct host_snap *a, const struct host_s
 		n = tasks->gone(tasks->ctx, a->t_ns, gone, GONE_MAX);
 	if (!n || !(*merged = calloc(b->ncgs + n, sizeof(**merged))))
 		return m;
-	memcpy(*merged, b->cgs, b->ncgs * sizeof(**merged));
+	if (b->ncgs)
+		memcpy(*merged, b->cgs, b->ncgs * sizeof(**merged));
 	k = b->ncgs;
 	for (size_t i = 0; i < n; i++)
 		if (!find_cg(b, gone[i].rel))
