@@ -38,8 +38,12 @@ static void shared_db(void)
 		unsetenv("TASKPROBE_DB");
 }
 
-/* The receiver on port, keeping requests in dir, answering codes ("" : 200s); 0 if down. */
-static pid_t receiver(int port, const char *dir, const char *codes)
+/*
+ * The receiver on port, keeping requests in dir, answering codes ("" : 200s), over
+ * https with cert and key (NULL: http); 0 if it does not listen.
+ */
+static pid_t receiver_tls(int port, const char *dir, const char *codes, const char *cert,
+			  const char *key)
 {
 	char p[16], ready[4200];
 	pid_t pid;
@@ -48,13 +52,18 @@ static pid_t receiver(int port, const char *dir, const char *codes)
 	snprintf(ready, sizeof(ready), "%s/ready", dir);
 	unlink(ready);
 	pid = tu_spawn((char *[]){ "node", "tests/helpers/otlp_receiver.js", p, (char *)dir,
-				   (char *)codes, NULL });
+				   (char *)codes, (char *)cert, (char *)key, NULL });
 	if (pid <= 0)
 		return 0;
 	tu_track_pid(pid);
 	for (int i = 0; i < 500 && access(ready, F_OK); i++)
 		usleep(20000);
 	return access(ready, F_OK) ? 0 : pid;
+}
+
+static pid_t receiver(int port, const char *dir, const char *codes)
+{
+	return receiver_tls(port, dir, codes, NULL, NULL);
 }
 
 static void receiver_stop(pid_t pid)
@@ -347,4 +356,65 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	waitpid(d, NULL, 0);
 	receiver_stop(rcv);
 	shared_db();
+}
+
+/*
+ * Injected: a collector over https whose certificate a CA of the test's own signed
+ * (made now, for 127.0.0.1); first without otlp_ca_file, then with it.
+ * Recovered: without it the certificate is refused, in one line, and the task waits;
+ * with it, that task and the next are sent, each checked against its record.
+ */
+TEST(TIER_E2E, otlp_over_https_with_a_private_ca)
+{
+	const char *db = tu_tmp("otlps.db"), *conf = tu_tmp("otlps.conf"), *dir = tu_tmp("tls");
+	const char *ca = tu_tmp("ca.pem"), *cert = tu_tmp("srv.pem"), *key = tu_tmp("srv.key");
+	char script[8192], text[8192], names[8][64], id[64];
+	int port = tu_free_port();
+	struct tu_result r;
+	pid_t rcv;
+
+	mkdir(dir, 0700);
+	snprintf(script, sizeof(script),
+		 "set -e; cd %s; printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext;"
+		 " openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=taskprobe-test-ca"
+		 " -keyout ca.key -out %s 2>/dev/null;"
+		 " openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout %s -out srv.csr"
+		 " 2>/dev/null;"
+		 " openssl x509 -req -in srv.csr -CA %s -CAkey ca.key -CAcreateserial -days 1"
+		 " -extfile san.ext -out %s 2>/dev/null",
+		 dir, ca, key, ca, cert);
+	tu_run((char *[]){ "sh", "-c", script, NULL }, &r, 60);
+	if (!ASSERT_EQ(r.status, 0, "a CA and a certificate for 127.0.0.1, made now"))
+		return;
+	rcv = receiver_tls(port, dir, "", cert, key);
+	if (!ASSERT_TRUE(rcv > 0, "the https receiver listens"))
+		return;
+	snprintf(text, sizeof(text),
+		 "db = %s\notlp_endpoint = https://127.0.0.1:%d\n"
+		 "otlp_attribute cicd.pipeline.task.name = job\n",
+		 db, port);
+	tu_write_file(conf, text);
+	tu_tp(&r, 60, "run", "--quiet", "--id", "s1", "--db", db, "--label", "job=otlp-job",
+	      "--config", conf, "--", "true", NULL);
+	ASSERT_EQ(r.status, 0, "a run, the collector's CA unknown");
+	CHECK(r.err && strstr(r.err, "otlp_endpoint https://127.0.0.1:") &&
+		      strstr(r.err, "kept locally") && strstr(r.err, "certificate"),
+	      "one line: the certificate refused: %s", r.err ? r.err : "");
+	ASSERT_EQ(kept(dir, "traces", names, 8), 0, "nothing reached the collector");
+
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "otlp_ca_file = %s\n", ca);
+	tu_write_file(conf, text);
+	tu_tp(&r, 60, "run", "--quiet", "--id", "s2", "--db", db, "--label", "job=otlp-job",
+	      "--config", conf, "--", "true", NULL);
+	ASSERT_EQ(r.status, 0, "a run, the collector's CA given");
+	/* The first waited out its backoff: ship sends it now, whatever the backoff. */
+	tu_tp(&r, 60, "ship", "--db", db, "--config", conf, NULL);
+	ASSERT_EQ(r.status, 0, "ship");
+	ASSERT_EQ(kept(dir, "traces", names, 8), 2, "both tasks sent over https");
+	for (int i = 0; i < 2; i++) {
+		doc_task(dir, names[i], id, sizeof(id));
+		ASSERT_EQ(check_doc(db, dir, names[i], id, false), 0,
+			  "the trace against the record");
+	}
+	receiver_stop(rcv);
 }

@@ -149,7 +149,7 @@ static int otlp_check_fill(struct check *c, const char *config)
 	}
 	store__close(s);
 	/* An empty export: the collector's answer, and no data made. */
-	if (otlp_sink__open(&k, cfg.otlp_endpoint, cfg.otlp_headers_file, 5) ||
+	if (otlp_sink__open(&k, cfg.otlp_endpoint, cfg.otlp_headers_file, cfg.otlp_ca_file, 5) ||
 	    otlp_sink__post(&k, "/v1/traces", "{}"))
 		snprintf(now, sizeof(now), "%s", k.err);
 	else

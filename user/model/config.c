@@ -284,6 +284,8 @@ static const struct config_key {
 	   "no user, password or query: headers go in otlp_headers_file), or off"),
 	PATH(otlp_headers_file, "otlp_headers_file takes the absolute path of a file of "
 				"'Name: value' lines (mode 0600)"),
+	PATH(otlp_ca_file, "otlp_ca_file takes the absolute path of a PEM file of the CAs an "
+			   "https otlp_endpoint's certificate is checked against"),
 	BOOL(otlp_metrics),
 	FN("perfherder_framework", key_perfherder_framework,
 	   "perfherder_framework takes the name of a framework Treeherder has registered "

@@ -44,9 +44,11 @@ struct config {
 	/* an OpenTelemetry collector's OTLP/HTTP base URL (/v1/traces appended), "": off */
 	char otlp_endpoint[1024];
 	char otlp_headers_file[PATH_MAX]; /* "Name: value" lines sent with each export */
-	bool otlp_metrics;		  /* the figures as OTLP metrics too (opt-in) */
-	unsigned collect;		  /* what the collector collects (collect.h) */
-	char sink[1024];	      /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
+	char otlp_ca_file
+		[PATH_MAX]; /* PEM CAs an https endpoint is checked against ("": the system's) */
+	bool otlp_metrics;  /* the figures as OTLP metrics too (opt-in) */
+	unsigned collect;   /* what the collector collects (collect.h) */
+	char sink[1024];    /* the fleet's PostgreSQL (libpq URI or conninfo), "": off */
 	char sink_passfile[PATH_MAX]; /* a .pgpass file for it ("": PGPASSFILE, ~/.pgpass) */
 	int sink_retain_days;	      /* the fleet's tasks older than this go (0: all stay) */
 	int spool_max_mb;	      /* each spool directory's bound (spool.h) */

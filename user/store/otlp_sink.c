@@ -113,7 +113,7 @@ static int read_headers(struct otlp_sink *k, const char *path)
 }
 
 int otlp_sink__open(struct otlp_sink *k, const char *endpoint, const char *headers_file,
-		    int timeout_s)
+		    const char *ca_file, int timeout_s)
 {
 	CURL *c;
 
@@ -143,6 +143,8 @@ int otlp_sink__open(struct otlp_sink *k, const char *endpoint, const char *heade
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)(timeout_s > 0 ? timeout_s : 30));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, k->hdr);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "taskprobe/" TP_VERSION);
+	if (ca_file && *ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
 	k->conn_lost = false;
 	return 0;
 }

@@ -21,11 +21,12 @@ struct otlp_sink {
 
 /*
  * Reads headers_file ("" or NULL: none; a file readable by group or others is
- * refused) and readies a handle whose requests each have timeout_s (0: 30) to answer:
- * 0, or -1 with k->err (k->name is set either way).
+ * refused) and readies a handle whose requests each have timeout_s (0: 30) to answer,
+ * an https endpoint's certificate checked against ca_file ("" or NULL: the system's
+ * CAs): 0, or -1 with k->err (k->name is set either way).
  */
 int otlp_sink__open(struct otlp_sink *k, const char *endpoint, const char *headers_file,
-		    int timeout_s);
+		    const char *ca_file, int timeout_s);
 void otlp_sink__close(struct otlp_sink *k);
 /*
  * POSTs body to the endpoint's path ("/v1/traces"): 0 once the collector took all of

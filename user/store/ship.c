@@ -72,7 +72,7 @@ static int dest_open(struct dest *d, int timeout_s)
 		snprintf(d->err, sizeof(d->err), "%s", d->pg.err);
 	} else {
 		rc = otlp_sink__open(&d->otlp, d->cfg->otlp_endpoint, d->cfg->otlp_headers_file,
-				     timeout_s);
+				     d->cfg->otlp_ca_file, timeout_s);
 		snprintf(d->name, sizeof(d->name), "%s", d->otlp.name);
 		snprintf(d->err, sizeof(d->err), "%s", d->otlp.err);
 	}
