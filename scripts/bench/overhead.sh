@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Context-switch storm (hackbench) with the collector attached vs without, interleaved.
 # Prints the median of the per-pair ratios (with / without) of hackbench's own "Time:".
-#   scripts/bench/overhead.sh [PAIRS] [HACKBENCH ARGS...]
+# COLLECT=KINDS runs the collector with `run --collect KINDS` (a variant with a piece
+# switched off, such as COLLECT=cpu,io,mem,net: no HTTP programs).
+#   [COLLECT=KINDS] scripts/bench/overhead.sh [PAIRS] [HACKBENCH ARGS...]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -13,7 +15,7 @@ args=("$@")
 
 hb() {
 	local run=(env)
-	[ "$1" = on ] && run=("$TP" run --quiet --)
+	[ "$1" = on ] && run=("$TP" run --quiet ${COLLECT:+--collect "$COLLECT"} --)
 	"${run[@]}" hackbench "${args[@]}" 2>&1 | awk '/^Time:/ { print $2 }'
 }
 

@@ -3,7 +3,8 @@
 # Every hackbench shape of docs/PERFORMANCE.md, each as PAIRS interleaved pairs
 # (collector on vs off; scripts/bench/overhead.sh): processes in 2, 4 and 8 groups,
 # and threads. The target is a median ratio <= 1.02 on each.
-#   scripts/bench/shapes.sh [PAIRS]
+# COLLECT=KINDS: the collector collects only those (overhead.sh).
+#   [COLLECT=KINDS] scripts/bench/shapes.sh [PAIRS]
 set -euo pipefail
 dir=$(dirname "$0")
 pairs=${1:-21}
