@@ -450,7 +450,6 @@ int cgroup_populated(const char *path)
 	return n == 1 ? v != 0 : -ENODATA;
 }
 
-/* Calls fn(pid, arg) for each process in the subtree; stops at a non-zero return. */
 static int for_each_proc(const char *path, int depth, int (*fn)(pid_t, void *), void *arg)
 {
 	char file[PATH_MAX], *line = NULL;
@@ -489,6 +488,11 @@ static int count_one(pid_t pid, void *arg)
 {
 	(*(int *)arg)++;
 	return 0;
+}
+
+int cgroup_for_each_proc(const char *path, int (*fn)(pid_t pid, void *arg), void *arg)
+{
+	return for_each_proc(path, 0, fn, arg);
 }
 
 int cgroup_count_procs(const char *path)

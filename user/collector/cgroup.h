@@ -53,6 +53,8 @@ int cgroup_read_u64(const char *path, const char *file, __u64 *v);
 int cgroup_populated(const char *path);
 /* Processes in the subtree (threads not counted). */
 int cgroup_count_procs(const char *path);
+/* fn(pid, arg) for each process in the subtree, stopping at a non-zero return: 0 or it. */
+int cgroup_for_each_proc(const char *path, int (*fn)(pid_t pid, void *arg), void *arg);
 /* SIGKILL every process of the subtree: cgroup.kill, or one by one before Linux 5.14. */
 int cgroup_kill(const char *path);
 /* Opens cgroup.events for polling (EPOLLPRI signals a change of "populated"). */

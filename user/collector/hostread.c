@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "collector/cgroup.h"
 #include "collector/hostread.h"
 
 #define CGROUPS_MAX 16384
@@ -21,30 +22,17 @@
 /* Less than this over the task's life is not named. */
 #define OTHER_MIN_NS 1000000ULL
 
-/* "usage_usec N" of a cpu.stat file: 0, or -errno. */
-static int usage_of(const char *file, __u64 *us)
-{
-	char buf[1024], *p;
-	ssize_t n = tp_read_file(file, buf, sizeof(buf));
-
-	if (n < 0)
-		return (int)n;
-	p = strstr(buf, "usage_usec ");
-	if (!p)
-		return -ENODATA;
-	*us = strtoull(p + 11, NULL, 10);
-	return 0;
-}
-
 int host_read_busy_us(const char *root, __u64 *us)
 {
-	char file[PATH_MAX], buf[512];
 	unsigned long long v[8] = { 0 };
 	long hz = sysconf(_SC_CLK_TCK);
+	struct cg_cpu_stat cs;
+	char buf[512];
 
-	snprintf(file, sizeof(file), "%s/cpu.stat", root);
-	if (root && !usage_of(file, us))
+	if (root && !cgroup_read_cpu_stat(root, &cs)) {
+		*us = cs.usage_us;
 		return 0;
+	}
 	/* Before Linux 5.8 the root has no cpu.stat: the busy ticks of /proc/stat. */
 	if (tp_read_file("/proc/stat", buf, sizeof(buf)) < 0 || hz <= 0 ||
 	    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
@@ -57,7 +45,7 @@ int host_read_busy_us(const char *root, __u64 *us)
 
 int host_read_usage(const char *root, __u64 *root_us, __u64 *level1_us)
 {
-	char file[PATH_MAX + 300];
+	char dir[PATH_MAX + 300];
 	struct dirent *e;
 	DIR *d;
 
@@ -68,13 +56,13 @@ int host_read_usage(const char *root, __u64 *root_us, __u64 *level1_us)
 	if (!d)
 		return -errno;
 	while ((e = readdir(d))) {
-		__u64 us;
+		struct cg_cpu_stat cs;
 
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
-		snprintf(file, sizeof(file), "%s/%s/cpu.stat", root, e->d_name);
-		if (!usage_of(file, &us))
-			*level1_us += us;
+		snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
+		if (!cgroup_read_cpu_stat(dir, &cs))
+			*level1_us += cs.usage_us;
 	}
 	closedir(d);
 	return 0;
@@ -96,17 +84,36 @@ void psi_read(const char *dir, struct psi_totals *out)
 	}
 }
 
-/*
- * visit(ctx, path, len) for the cgroup dir path and each below it, depth first, to
- * CGROUP_DEPTH_MAX; path (PATH_MAX bytes) is extended in place and given back.
- */
-static void walk_tree(char *path, size_t len, int depth,
-		      void (*visit)(void *ctx, char *path, size_t len), void *ctx)
+struct walk {
+	struct cg_usage *cgs;
+	size_t n, cap;
+	size_t root_len;
+};
+
+/* The cgroup dir path's usage, then each below it's, depth first, to CGROUP_DEPTH_MAX. */
+static void walk_usage(struct walk *w, char *path, size_t len, int depth)
 {
+	struct cg_cpu_stat cs;
 	struct dirent *e;
 	DIR *d;
 
-	visit(ctx, path, len);
+	if (w->n >= CGROUPS_MAX)
+		return;
+	if (!cgroup_read_cpu_stat(path, &cs)) {
+		if (w->n == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 64;
+			struct cg_usage *n = realloc(w->cgs, cap * sizeof(*n));
+
+			if (!n)
+				return;
+			w->cgs = n;
+			w->cap = cap;
+		}
+		w->cgs[w->n].rel = strdup(path + w->root_len);
+		w->cgs[w->n].usage_us = cs.usage_us;
+		if (w->cgs[w->n].rel)
+			w->n++;
+	}
 	if (depth >= CGROUP_DEPTH_MAX || !(d = opendir(path)))
 		return;
 	while ((e = readdir(d))) {
@@ -116,45 +123,10 @@ static void walk_tree(char *path, size_t len, int depth,
 			continue;
 		path[len] = '/';
 		memcpy(path + len + 1, e->d_name, nl + 1);
-		walk_tree(path, len + 1 + nl, depth + 1, visit, ctx);
+		walk_usage(w, path, len + 1 + nl, depth + 1);
 		path[len] = '\0';
 	}
 	closedir(d);
-}
-
-struct walk {
-	struct cg_usage *cgs;
-	size_t n, cap;
-	size_t root_len;
-};
-
-/* One cgroup's usage into the walk. */
-static void take_usage(void *ctx, char *path, size_t len)
-{
-	struct walk *w = ctx;
-	__u64 us;
-
-	if (w->n >= CGROUPS_MAX || len + 10 >= PATH_MAX)
-		return;
-	memcpy(path + len, "/cpu.stat", 10);
-	if (usage_of(path, &us)) {
-		path[len] = '\0';
-		return;
-	}
-	path[len] = '\0';
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		struct cg_usage *n = realloc(w->cgs, cap * sizeof(*n));
-
-		if (!n)
-			return;
-		w->cgs = n;
-		w->cap = cap;
-	}
-	w->cgs[w->n].rel = strdup(path + w->root_len);
-	w->cgs[w->n].usage_us = us;
-	if (w->cgs[w->n].rel)
-		w->n++;
 }
 
 /* Paths in tree order: '/' before every other byte, so a subtree follows its root. */
@@ -217,58 +189,22 @@ struct pidset {
 	size_t n, cap;
 };
 
-/* A file whole (up to 4 MiB), NUL-terminated, the caller's to free; NULL if unreadable. */
-static char *read_whole(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 0;
-	char *buf = NULL;
-	ssize_t n = 1;
-
-	if (fd < 0)
-		return NULL;
-	while (n > 0 && cap < (4u << 20)) {
-		if (cap - len < 4097) {
-			char *nb = realloc(buf, cap ? cap * 2 : 8192);
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap = cap ? cap * 2 : 8192;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		len += n > 0 ? (size_t)n : 0;
-	}
-	close(fd);
-	if (buf)
-		buf[len] = '\0';
-	return buf;
-}
-
-/* The processes of one cgroup into the set. */
-static void take_pids(void *ctx, char *path, size_t len)
+/* A process of the task into the set of those skipped. */
+static int take_pid(pid_t pid, void *ctx)
 {
 	struct pidset *ps = ctx;
-	char *buf;
 
-	if (len + 14 >= PATH_MAX)
-		return;
-	memcpy(path + len, "/cgroup.procs", 14);
-	buf = read_whole(path);
-	path[len] = '\0';
-	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		if (ps->n == ps->cap) {
-			size_t cap = ps->cap ? ps->cap * 2 : 64;
-			int *np = realloc(ps->pids, cap * sizeof(*np));
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 64;
+		int *np = realloc(ps->pids, cap * sizeof(*np));
 
-			if (!np)
-				break;
-			ps->pids = np;
-			ps->cap = cap;
-		}
-		ps->pids[ps->n++] = atoi(l);
+		if (!np)
+			return -ENOMEM;
+		ps->pids = np;
+		ps->cap = cap;
 	}
-	free(buf);
+	ps->pids[ps->n++] = pid;
+	return 0;
 }
 
 static int int_cmp(const void *a, const void *b)
@@ -283,15 +219,13 @@ static void scan_procs(struct host_snap *s, const char *task)
 {
 	DIR *d = opendir("/proc");
 	struct pidset skip = { 0 };
-	char path[PATH_MAX];
 	struct dirent *e;
 	size_t cap = 0;
 
 	if (!d)
 		return;
 	if (task) {
-		snprintf(path, sizeof(path), "%s", task);
-		walk_tree(path, strlen(path), 0, take_pids, &skip);
+		cgroup_for_each_proc(task, take_pid, &skip);
 		if (skip.n)
 			qsort(skip.pids, skip.n, sizeof(*skip.pids), int_cmp);
 	}
@@ -333,7 +267,7 @@ int host_snap__take(struct host_snap *s, const char *root, bool full, const char
 		struct walk w = { .root_len = strlen(root) };
 
 		snprintf(path, sizeof(path), "%s", root);
-		walk_tree(path, strlen(path), 0, take_usage, &w);
+		walk_usage(&w, path, strlen(path), 0);
 		s->cgs = w.cgs;
 		s->ncgs = w.n;
 		if (s->ncgs)
