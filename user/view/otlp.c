@@ -46,21 +46,27 @@ static void attr_str(struct jw *w, const char *key, const char *v)
 	jw_obj_end(w);
 }
 
-/* A figure: whole numbers as intValue (a decimal string, as OTLP/JSON has int64). */
-static void attr_num(struct jw *w, const char *key, const struct json *v)
+/* A number: a whole one under int_key (a decimal string, as OTLP/JSON has int64). */
+static void number(struct jw *w, const char *int_key, const char *double_key, const struct json *v)
 {
 	char num[32];
 
+	if (v->exact) {
+		snprintf(num, sizeof(num), "%lld", (long long)v->u);
+		jw_kstr(w, int_key, num);
+	} else {
+		jw_kdouble(w, double_key, v->num);
+	}
+}
+
+/* A figure as an attribute. */
+static void attr_num(struct jw *w, const char *key, const struct json *v)
+{
 	jw_obj_begin(w);
 	jw_kstr(w, "key", key);
 	jw_key(w, "value");
 	jw_obj_begin(w);
-	if (v->exact) {
-		snprintf(num, sizeof(num), "%lld", (long long)v->u);
-		jw_kstr(w, "intValue", num);
-	} else {
-		jw_kdouble(w, "doubleValue", v->num);
-	}
+	number(w, "intValue", "doubleValue", v);
 	jw_obj_end(w);
 	jw_obj_end(w);
 }
@@ -344,14 +350,7 @@ static void metric(struct jw *w, const struct otlp_input *in, const struct json 
 	jw_arr_end(w);
 	ns_key(w, "startTimeUnixNano", start_ns);
 	ns_key(w, "timeUnixNano", end_ns);
-	if (v->exact) {
-		char num[32];
-
-		snprintf(num, sizeof(num), "%lld", (long long)v->u);
-		jw_kstr(w, "asInt", num);
-	} else {
-		jw_kdouble(w, "asDouble", v->num);
-	}
+	number(w, "asInt", "asDouble", v);
 	jw_obj_end(w);
 	jw_arr_end(w);
 	if (!d || d->kind == METRIC_COUNTER) {

@@ -218,35 +218,35 @@ static void print_cgroup_only(FILE *f, const struct task_record *t)
 	print_faults(f, t);
 }
 
-/* Appends "word" to the line being built, starting a new one when it would not fit. */
-static void wrap_add(FILE *f, char *line, size_t *used, const char *word)
+/* word after the others on the line at *col, on a new indented line when it would not fit. */
+static void wrap_word(FILE *f, size_t *col, const char *word)
 {
-	size_t n = strlen(word), room = SUMMARY_WIDTH - 14;
+	size_t n = strlen(word);
 
-	if (*used && *used + 1 + n > room) {
-		fprintf(f, "%s\n", line);
-		snprintf(line, room + 1, "%13s", "");
-		*used = 0;
-		line[13] = '\0';
+	if (*col > 13 && *col + 1 + n >= SUMMARY_WIDTH) {
+		fputs("\n             ", f);
+		*col = 13;
+	} else if (*col > 13) {
+		fputc(' ', f);
+		(*col)++;
 	}
-	snprintf(line + strlen(line), SUMMARY_WIDTH + 1 - strlen(line), "%s%.*s", *used ? " " : "",
-		 (int)(room - 1), word);
-	*used += n + (*used ? 1 : 0);
+	fputs(word, f);
+	*col += n;
 }
 
 /* The rest of the host while the task ran, and its largest other consumers. */
 static void print_host(FILE *f, const struct task_record *t)
 {
 	const struct host_context *h = &t->hctx;
-	char line[SUMMARY_WIDTH + 1], word[SUMMARY_WIDTH], a[32], b[32];
-	size_t used = 0;
+	char word[SUMMARY_WIDTH], a[32], b[32], c[32];
+	size_t col = 13;
 
 	if (h->have_cpu) {
-		snprintf(line, sizeof(line), "  host       ");
+		fputs("  host       ", f);
 		snprintf(word, sizeof(word), "the rest used %.2f cores on average (%s)%s",
 			 t->wall_ns ? (double)h->other_cpu_ns / (double)t->wall_ns : 0.0,
 			 tp_fmt_dur(a, sizeof(a), h->other_cpu_ns), h->nothers ? ":" : "");
-		wrap_add(f, line, &used, word);
+		wrap_word(f, &col, word);
 		for (int i = 0; i < h->nothers; i++) {
 			const struct host_other *o = &h->others[i];
 
@@ -256,21 +256,21 @@ static void print_host(FILE *f, const struct task_record *t)
 								 : "",
 				 o->name, tp_fmt_dur(a, sizeof(a), o->cpu_ns),
 				 i + 1 < h->nothers ? "," : "");
-			wrap_add(f, line, &used, word);
+			wrap_word(f, &col, word);
 		}
-		fprintf(f, "%s\n", line);
+		fputc('\n', f);
 	}
 	if (h->psi.have & 1)
 		fprintf(f, "  pressure   cpu %s some, %s full; memory %s; io %s (some)\n",
 			tp_fmt_dur(a, sizeof(a), h->psi.some_us[0] * 1000),
 			tp_fmt_dur(b, sizeof(b), h->psi.full_us[0] * 1000),
-			tp_fmt_dur(word, 32, h->psi.some_us[1] * 1000),
-			tp_fmt_dur(line, 32, h->psi.some_us[2] * 1000));
+			tp_fmt_dur(c, sizeof(c), h->psi.some_us[1] * 1000),
+			tp_fmt_dur(word, sizeof(word), h->psi.some_us[2] * 1000));
 	if (h->host_psi.have & 1)
 		fprintf(f, "             the host's: cpu %s, memory %s, io %s (some)\n",
 			tp_fmt_dur(a, sizeof(a), h->host_psi.some_us[0] * 1000),
 			tp_fmt_dur(b, sizeof(b), h->host_psi.some_us[1] * 1000),
-			tp_fmt_dur(word, 32, h->host_psi.some_us[2] * 1000));
+			tp_fmt_dur(c, sizeof(c), h->host_psi.some_us[2] * 1000));
 	if (h->note[0])
 		fprintf(f, "             %.66s\n", h->note);
 }
