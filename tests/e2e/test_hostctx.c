@@ -248,9 +248,14 @@ TEST(TIER_E2E, host_context_names_the_daemons_other_tasks)
 	CHECK(o && !strcmp(json_str(o, "kind"), "task") && tu_num(o, "cpu_ns") > 1.2e9,
 	      "the run names the worker's task w1 (its cgroup named by the daemon): %.0f ms",
 	      o ? tu_num(o, "cpu_ns") / 1e6 : -1.0);
+	/* r1 began and ended within w1: named with all of its CPU, as its own cgroup had it. */
 	o = other_named(w, "r1");
-	CHECK(o && !strcmp(json_str(o, "kind"), "task") && tu_num(o, "cpu_ns") > 1.4e9,
-	      "the worker's task names the run r1: %.0f ms", o ? tu_num(o, "cpu_ns") / 1e6 : -1.0);
+	CHECK(o && !strcmp(json_str(o, "kind"), "task") &&
+		      tu_num(o, "cpu_ns") ==
+			      tu_num(json_get(run, "cgroup_cpu_stat"), "usage_usec") * 1000,
+	      "the worker's task names the run r1 with its cgroup's usage: %.3f ms vs %.3f ms",
+	      o ? tu_num(o, "cpu_ns") / 1e6 : -1.0,
+	      tu_num(json_get(run, "cgroup_cpu_stat"), "usage_usec") / 1e3);
 	CHECK(tu_num(json_get(w, "metrics"), "host.other_cpu_ns") >= 1.4e9,
 	      "the rest of the host holds the run's CPU");
 }

@@ -20,24 +20,6 @@
 
 #define TOKEN "Bearer otlp-test-9f2c41"
 
-/* TASKPROBE_DB, the run's shared store, while a test uses its own. */
-static char saved_db[4096];
-
-static void own_db(const char *db)
-{
-	snprintf(saved_db, sizeof(saved_db), "%s",
-		 getenv("TASKPROBE_DB") ? getenv("TASKPROBE_DB") : "");
-	setenv("TASKPROBE_DB", db, 1);
-}
-
-static void shared_db(void)
-{
-	if (saved_db[0])
-		setenv("TASKPROBE_DB", saved_db, 1);
-	else
-		unsetenv("TASKPROBE_DB");
-}
-
 /*
  * The receiver on port, keeping requests in dir, answering codes ("" : 200s), over
  * https with cert and key (NULL: http); 0 if it does not listen.
@@ -185,7 +167,8 @@ TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
 		      "# the collector's token\nAuthorization: " TOKEN "\n\nX-Scope-OrgID: ci\n");
 	chmod(hdr, 0644);
 	write_config(conf, db, port, hdr, true);
-	own_db(db);
+	/* This test's own store (each test runs in a process of its own). */
+	setenv("TASKPROBE_DB", db, 1);
 	/* A headers file others can read is refused: it holds a secret. */
 	tu_tp(&r, 60, "run", "--quiet", "--id", "o0", "--config", conf, "--", "true", NULL);
 	ASSERT_EQ(r.status, 0, "a run with a bad headers file");
@@ -208,10 +191,8 @@ TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
 	      "doctor shows the backlog: %s", r.out ? r.out : "");
 
 	rcv = receiver(port, dir, "503");
-	if (!ASSERT_TRUE(rcv > 0, "the receiver listens")) {
-		shared_db();
+	if (!ASSERT_TRUE(rcv > 0, "the receiver listens"))
 		return;
-	}
 	tu_tp(&r, 60, "ship", "--config", conf, NULL);
 	ASSERT_EQ(r.status, 1, "ship: the collector answered 503");
 	CHECK(r.err && strstr(r.err, "HTTP 503") && strstr(r.err, "3 tasks kept locally"),
@@ -247,10 +228,8 @@ TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
 
 	/* A collector that refuses the data (400): kept, counted, sent again on demand. */
 	rcv = receiver(port, dir2, "400");
-	if (!ASSERT_TRUE(rcv > 0, "the receiver again")) {
-		shared_db();
+	if (!ASSERT_TRUE(rcv > 0, "the receiver again"))
 		return;
-	}
 	tu_tp(&r, 60, "run", "--quiet", "--id", "o3", "--label", "job=otlp-job", "--config", conf,
 	      "--", "true", NULL);
 	ASSERT_EQ(r.status, 0, "a run the collector refuses");
@@ -273,7 +252,6 @@ TEST(TIER_E2E, otlp_tasks_reach_a_collector_that_was_down)
 	ASSERT_STREQ(id, "o3", "the refused task");
 	ASSERT_EQ(check_doc(db, dir2, names[2], id, false), 0, "the trace against the record");
 	receiver_stop(rcv);
-	shared_db();
 }
 
 /*
@@ -299,16 +277,13 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	snprintf(cmd, sizeof(cmd), "exec %s daemon --config %s --socket=%s --listen=%s 2>%s",
 		 tu_bin(), conf, sock, listen, tu_tmp("otlpd.log"));
 	/* Runs go through the daemon, to its store (a TASKPROBE_DB would embed a collector). */
-	own_db(db);
 	unsetenv("TASKPROBE_DB");
 	d = tu_spawn((char *[]){ "/bin/sh", "-c", cmd, NULL });
 	tu_track_pid(d);
 	for (int i = 0; i < 1000 && access(sock, F_OK); i++)
 		usleep(10000);
-	if (!ASSERT_OK(access(sock, F_OK), "the daemon listens")) {
-		shared_db();
+	if (!ASSERT_OK(access(sock, F_OK), "the daemon listens"))
 		return;
-	}
 	setenv("TASKPROBE_CONTROL", sock, 1);
 	for (int i = 0; i < 2; i++) {
 		snprintf(id, sizeof(id), "od-%d", i);
@@ -332,10 +307,8 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	CHECK(!strstr(m, "otlp-test-9f2c41"), "/metrics has no token");
 
 	rcv = receiver(port, dir, "");
-	if (!ASSERT_TRUE(rcv > 0, "the collector is back")) {
-		shared_db();
+	if (!ASSERT_TRUE(rcv > 0, "the collector is back"))
 		return;
-	}
 	/* The shipper retries on its own, after its backoff (at most 60 s). */
 	for (int i = 0; i < 1400; i++) {
 		m = tu_metrics_of(hport, &r);
@@ -355,7 +328,6 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	kill(d, SIGTERM);
 	waitpid(d, NULL, 0);
 	receiver_stop(rcv);
-	shared_db();
 }
 
 /*
