@@ -4,6 +4,7 @@
 #define TP_CGROUP_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stdio.h>
 #include <linux/types.h>
 
