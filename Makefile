@@ -39,8 +39,9 @@ CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-
 	     -Iinclude -Iuser -I$(BPFOUT) -I$(PQINC) -MMD -MP $(SANFLAGS)
 LDFLAGS   += $(SANFLAGS)
 LDLIBS    := -lbpf -lelf -lz -lm -lsqlite3 -lpcre2-8 -lmicrohttpd -lpq -lcurl -lpthread
+# BPF_EXTRA: benchmark variants only (scripts/bench/pieces.sh, with OUT and BPFOUT of their own)
 BPFCFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Werror -Wall \
-	     -Iinclude -I$(BPFOUT)
+	     -Iinclude -I$(BPFOUT) $(BPF_EXTRA)
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BPFOUT)/%.bpf.o,$(BPF_SRCS))

@@ -9,6 +9,30 @@
 #include <bpf/bpf_core_read.h>
 #include "taskprobe.h"
 
+/*
+ * Benchmark variants only (scripts/bench/pieces.sh builds them with -DTP_OFF=bits):
+ * each bit switches one piece of the lifecycle programs off, to measure what it costs.
+ * The shipped build has TP_OFF 0, where every test below is false at compile time.
+ */
+#ifndef TP_OFF
+#define TP_OFF 0
+#endif
+#define TP_OFF_RING 0x01     /* no ring-buffer reserve/submit: exec, exit, final events */
+#define TP_OFF_ADOPT 0x02    /* fork: no task storage for the child */
+#define TP_OFF_PATH 0x04     /* exec: no filename copy */
+#define TP_OFF_COMM 0x08     /* exec, exit, final: no comm copy */
+#define TP_OFF_STATS 0x10    /* fork, exec, exit: no proc_stats counters */
+#define TP_OFF_CHARGE 0x20   /* exit: no CPU and I/O charge */
+#define TP_OFF_QUERY 0x40    /* exec, exit: submit without the ring-buffer query */
+#define TP_OFF_STORAGE 0x80  /* exit: no storage writes */
+#define TP_OFF_RSS_OWN 0x100 /* rss_stat: no shortcut through the faulting thread's storage */
+
+/* A function, not a macro, so that the compiler folds it without a constant-operand warning. */
+static __always_inline bool tp_off(__u32 piece)
+{
+	return TP_OFF & piece;
+}
+
 /* cgroup v2 id (kernfs node id) -> task slot; holds task roots and their descendants. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -107,6 +131,12 @@ struct tp_thread {
 	__u64 exit_ns;
 	__u32 exit_flags;
 	__u32 pad;
+	/*
+	 * rss_stat's shortcut (mem.bpf.c): the address space this thread last charged
+	 * through the table, and what was charged for it then.
+	 */
+	__u64 rss_mm;
+	__s64 rss_seen;
 };
 
 struct {
@@ -153,8 +183,11 @@ static __always_inline void tp_count_lost(__u32 slot)
 static __always_inline void *
 tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct task_struct *t)
 {
-	struct tp_event_hdr *hdr = bpf_ringbuf_reserve(&events, size, 0);
+	struct tp_event_hdr *hdr;
 
+	if (tp_off(TP_OFF_RING))
+		return NULL;
+	hdr = bpf_ringbuf_reserve(&events, size, 0);
 	if (!hdr) {
 		tp_count_lost(ci->slot);
 		return NULL;

@@ -22,7 +22,7 @@ static __always_inline void tp_event_submit(void *e)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if (!tp_off(TP_OFF_QUERY) && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 }
@@ -56,9 +56,10 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 	}
 	slot = ci->slot;
 	/* Threads too: CPU time is charged per thread. */
-	tp_thread_adopt(child, ci);
+	if (!tp_off(TP_OFF_ADOPT))
+		tp_thread_adopt(child, ci);
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
-	if (!ps)
+	if (!ps || tp_off(TP_OFF_STATS))
 		return 0;
 	if (child->pid != child->tgid) {
 		__sync_fetch_and_add(&ps->threads, 1);
@@ -105,7 +106,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	ci.slot = slot = th->slot;
 	ci.gen = th->gen;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
-	if (ps)
+	if (ps && !tp_off(TP_OFF_STATS))
 		__sync_fetch_and_add(&ps->execs, 1);
 
 	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, &ci, p);
@@ -114,8 +115,10 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e->hdr.ppid = p->real_parent->tgid;
 	e->runtime_ns = p->se.sum_exec_runtime;
 	e->start_ns = p->group_leader->start_time;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
+	if (!tp_off(TP_OFF_COMM))
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+	if (!tp_off(TP_OFF_PATH))
+		bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 	e->args_len = 0;
 	e->args_flags = 0;
 	if (capture_args[slot & (TP_MAX_TASKS_LIMIT - 1)])
@@ -143,12 +146,16 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	/* The rest of its CPU time is charged at its last switch-out (sched.bpf.c). */
-	tp_charge_cpu(p, th);
-	tp_charge_ioac(p, th);
-	th->exit_runtime = p->se.sum_exec_runtime;
-	th->exit_ns = bpf_ktime_get_ns();
-	th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
-	if (group_dead && ps) {
+	if (!tp_off(TP_OFF_CHARGE)) {
+		tp_charge_cpu(p, th);
+		tp_charge_ioac(p, th);
+	}
+	if (!tp_off(TP_OFF_STORAGE)) {
+		th->exit_runtime = p->se.sum_exec_runtime;
+		th->exit_ns = bpf_ktime_get_ns();
+		th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
+	}
+	if (group_dead && ps && !tp_off(TP_OFF_STATS)) {
 		__sync_fetch_and_add(&ps->exits, 1);
 		tp_alive_add(slot, -1);
 		if (p->exit_code)
@@ -163,7 +170,8 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 	e->start_ns = p->group_leader->start_time;
 	e->exit_code = p->exit_code;
 	e->flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	if (!tp_off(TP_OFF_COMM))
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
 	tp_event_submit(e);
 	return 0;
 }

@@ -88,7 +88,8 @@ static __noinline void final_switch(struct task_struct *prev)
 	e->start_ns = 0;
 	e->exit_code = 0;
 	e->flags = th->exit_flags;
-	bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
+	if (!tp_off(TP_OFF_COMM))
+		bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
 	/* The reader drains on its timer: no wakeup from inside the scheduler. */
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
