@@ -17,15 +17,14 @@
 #ifndef TP_OFF
 #define TP_OFF 0
 #endif
-#define TP_OFF_RING 0x01     /* no ring-buffer reserve/submit: exec, exit, final events */
-#define TP_OFF_ADOPT 0x02    /* fork: no task storage for the child */
-#define TP_OFF_PATH 0x04     /* exec: no filename copy */
-#define TP_OFF_COMM 0x08     /* exec, exit, final: no comm copy */
-#define TP_OFF_STATS 0x10    /* fork, exec, exit: no proc_stats counters */
-#define TP_OFF_CHARGE 0x20   /* exit: no CPU and I/O charge */
-#define TP_OFF_QUERY 0x40    /* exec, exit: submit without the ring-buffer query */
-#define TP_OFF_STORAGE 0x80  /* exit: no storage writes */
-#define TP_OFF_RSS_OWN 0x100 /* rss_stat: no shortcut through the faulting thread's storage */
+#define TP_OFF_RING 0x01    /* no ring-buffer reserve/submit: exec, exit, final events */
+#define TP_OFF_ADOPT 0x02   /* fork: no task storage for the child */
+#define TP_OFF_PATH 0x04    /* exec: no filename copy */
+#define TP_OFF_COMM 0x08    /* exec, exit, final: no comm copy */
+#define TP_OFF_STATS 0x10   /* fork, exec, exit: no proc_stats counters */
+#define TP_OFF_CHARGE 0x20  /* exit: no CPU and I/O charge */
+#define TP_OFF_QUERY 0x40   /* exec, exit: submit without the ring-buffer query */
+#define TP_OFF_STORAGE 0x80 /* exit: no storage writes */
 
 /* A function, not a macro, so that the compiler folds it without a constant-operand warning. */
 static __always_inline bool tp_off(__u32 piece)
@@ -131,12 +130,6 @@ struct tp_thread {
 	__u64 exit_ns;
 	__u32 exit_flags;
 	__u32 pad;
-	/*
-	 * rss_stat's shortcut (mem.bpf.c): the address space this thread last charged
-	 * through the table, and what was charged for it then.
-	 */
-	__u64 rss_mm;
-	__s64 rss_seen;
 };
 
 struct {

@@ -54,49 +54,25 @@ static __always_inline void mem_add(__u32 slot, __s64 bytes)
 		tp_raise_max(pp, n);
 }
 
-/* file, anon and shmem pages (MM_SWAPENTS, index 2, is not resident) */
-static __always_inline __s64 resident_pages(struct mm_struct *mm)
-{
-	return nonneg(mm->rss_stat[0].count) + nonneg(mm->rss_stat[1].count) +
-	       nonneg(mm->rss_stat[3].count);
-}
-
 /*
  * Fires whenever a counter of an address space changes, often from a context other
  * than its owner (fork copies the child's pages, reclaim, exit): the owner decides.
  * The first event of an address space charges everything it holds then. The
  * counters are read whole at each event, and what is charged moves by
  * compare-and-swap: events of one address space on two CPUs charge each page once.
- *
- * Most events are a task's thread faulting its own address space, by less than a
- * batch since that thread last looked at the table: its own storage says so, and the
- * table is not looked up (docs/PERFORMANCE.md, "Where the time goes"). Skipping an
- * event only postpones a charge to the next one, so the shortcut needs no check of
- * the slot's use; a torn-down address space (0 pages) always goes to the table.
  */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
 	__u64 key = (__u64)mm;
 	struct tp_cgroup_info *ci;
 	struct task_struct *owner;
-	struct tp_thread *th = NULL;
 	struct tp_mm *m, fresh = {};
 	__u32 idx = (__u32)member, slot, *gen;
 	__s64 pages, old, delta;
 
 	if (idx >= NR_MM_COUNTERS || idx == MM_SWAPENTS)
 		return 0;
-	if (!tp_off(TP_OFF_RSS_OWN) && cur->mm == mm && cur->bpf_storage) {
-		th = bpf_task_storage_get(&threads, cur, 0, 0);
-		if (th && th->rss_mm == key) {
-			pages = resident_pages(mm);
-			delta = pages - th->rss_seen;
-			if (pages && delta < RSS_BATCH_PAGES && delta > -RSS_BATCH_PAGES)
-				return 0;
-		}
-	}
 	/*
 	 * Page faults all over the host land here: an address space whose owner never
 	 * had task storage is no task's, two loads and no lookup. One with no owner is
@@ -128,19 +104,15 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 		bpf_map_delete_elem(&mms, &key);
 		return 0;
 	}
-	pages = resident_pages(mm);
+	/* file, anon and shmem pages (MM_SWAPENTS, index 2, is not resident) */
+	pages = nonneg(mm->rss_stat[0].count) + nonneg(mm->rss_stat[1].count) +
+		nonneg(mm->rss_stat[3].count);
 	old = m->charged;
 	delta = pages - old;
-	if (th) {
-		th->rss_mm = key;
-		th->rss_seen = old;
-	}
 	if (pages && delta < RSS_BATCH_PAGES && delta > -RSS_BATCH_PAGES)
 		return 0;
 	if (__sync_val_compare_and_swap(&m->charged, old, pages) != old)
 		return 0; /* another CPU charged it meanwhile; the next event catches up */
-	if (th)
-		th->rss_seen = pages;
 	mem_add(slot, delta << PAGE_SHIFT);
 	/* Torn down: forget it, so that a new mm at this address starts afresh. */
 	if (!pages)
