@@ -844,7 +844,8 @@ TEST(TIER_BPF, peak_rss_covers_touched_memory)
 	struct fixture fx = { 0 };
 	struct task_figures f;
 
-	if (!fixture_open(&fx, 0))
+	/* A cgroup with no memory figures of its own: BPF's resident pages. */
+	if (!fixture_open(&fx, 0) || !ASSERT_OK(collector__need_rss(fx.c), "rss_stat attached"))
 		goto out;
 	ASSERT_EQ(wait_driver(start_driver(fx.cg, touch_driver, NULL), NULL), 0, "driver");
 	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
@@ -928,8 +929,8 @@ TEST(TIER_BPF, resident_memory_follows_the_kernels_counters_thread_by_thread)
 	pid_t pid = -1;
 	char b;
 
-	if (!fixture_open(&fx, 0) || !ASSERT_OK(pipe(sy.ready), "pipe") ||
-	    !ASSERT_OK(pipe(sy.go), "pipe"))
+	if (!fixture_open(&fx, 0) || !ASSERT_OK(collector__need_rss(fx.c), "rss_stat attached") ||
+	    !ASSERT_OK(pipe(sy.ready), "pipe") || !ASSERT_OK(pipe(sy.go), "pipe"))
 		goto out;
 	pid = start_driver(fx.cg, rss_driver, &sy);
 	close(sy.ready[1]);

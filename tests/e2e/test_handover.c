@@ -21,6 +21,7 @@
 #include "testutil.h"
 
 enum { WORKERS = 3, RUNS = 3, JOBS = WORKERS + RUNS, EXECS = 20, BURN_MS = 300 };
+#define MIB (1024.0 * 1024.0)
 
 struct job {
 	char id[32];
@@ -243,6 +244,62 @@ TEST(TIER_E2E, a_daemon_upgrade_hands_its_tasks_over)
 TEST(TIER_E2E, two_restarts_in_a_row_lose_nothing)
 {
 	handover(false, 2);
+}
+
+/*
+ * A run through a daemon that hands over (--keep-tasks) after a phase in which the task
+ * held 96 MiB, and before the task's last 8 MiB: on hybrid hosts that phase boundary
+ * reset the v1 memory cgroup's watermark, so the task's peak so far lives in the
+ * description the daemon after it reads. The record's peak is still the 96 MiB phase's.
+ */
+TEST(TIER_E2E, the_memory_peak_before_a_handover_is_kept)
+{
+	const char *fs = tu_tmp("bpffs"), *go = tu_tmp("go"), *ready = tu_tmp("ready"),
+		   *json = tu_tmp("run.json");
+	char db[4200], sock[4200], pins[4200], script[8192];
+	const struct json *rec, *big;
+	pid_t d, run;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
+	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
+	snprintf(script, sizeof(script),
+		 "S=%s; M=%s; $S 1 phase:begin:big && $M 96 %s 0 && $S 1 phase:end:big &&"
+		 " touch %s && while [ ! -e %s ]; do sleep 0.05; done && $M 8 %s 0",
+		 tu_helper("sendlines"), tu_helper("memtouch"), tu_tmp("t1"), ready, go,
+		 tu_tmp("t2"));
+	if (!own_bpffs(fs, pins))
+		return;
+	d = start_daemon(db, sock, true);
+	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
+		goto out;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	run = tu_spawn_fds((char *[]){ (char *)tu_bin(), "run", "--id", "peak-kept", "--quiet",
+				       "--json", (char *)json, "--", "sh", "-c", script, NULL },
+			   -1, STDERR_FILENO);
+	for (int i = 0; i < 1000 && access(ready, F_OK); i++)
+		usleep(20000);
+	if (!ASSERT_OK(access(ready, F_OK), "the big phase ran"))
+		goto out;
+	/* The phase's end reached the daemon before it goes: its line is read at once. */
+	usleep(300000);
+	kill(d, SIGTERM);
+	ASSERT_EQ(wait_status(d), 0, "the first daemon handed over");
+	d = start_daemon(db, sock, true);
+	if (!ASSERT_TRUE(d > 0, "the next daemon listens"))
+		goto out;
+	tu_write_file(go, "go");
+	ASSERT_EQ(wait_status(run), 0, "the run exited 0");
+	rec = tu_load_json(json);
+	big = rec ? tu_find(json_get(rec, "phases"), "name", "big") : NULL;
+	printf("    the task's peak %.1f MiB (%s)\n", tu_metric(rec, "mem.peak_bytes") / MIB,
+	       json_str(json_get(rec, "sources"), "mem.peak_bytes"));
+	ASSERT_GE(tu_metric(rec, "mem.peak_bytes"), 96 * MIB, "the peak covers the 96 MiB phase");
+	/* The phases before the change of hands are not in the record (it says so). */
+	ASSERT_TRUE(big == NULL, "the phase before the change of hands is not in the record");
+out:
+	leave_bpffs(d, fs);
 }
 
 /*

@@ -278,3 +278,68 @@ TEST(TIER_E2E, collect_narrows_what_is_loaded_and_recorded)
 	tu_tp(&r, 30, "run", "--collect=cpu,,io", "--", "/bin/true", NULL);
 	ASSERT_EQ(r.status, 125, "an empty name");
 }
+
+/*
+ * Where the task's cgroup has memory figures of its own (cgroup2's memory controller,
+ * or its v1 memory cgroup on hybrid hosts like this one), they are the series' memory
+ * and the phases' peaks, and rss_stat, which every page fault of the host would pay
+ * for, stays detached. Phase "big" holds 96 MiB, "small" 16 MiB after big freed its
+ * memory: small's peak is small's (the watermark was reset between them), the task's
+ * peak is still big's, and the series saw big's memory while it was held.
+ */
+TEST(TIER_E2E, memory_from_the_cgroup_leaves_rss_stat_detached)
+{
+	const char *json = tu_tmp("task.json"), *links = tu_tmp("links"), *t1 = tu_tmp("truth1"),
+		   *t2 = tu_tmp("truth2");
+	const struct json *rec, *big, *small, *series, *b;
+	const char *src;
+	static char text[1 << 17];
+	char script[4096];
+	double peak, seen = 0;
+	struct tu_result r;
+
+	snprintf(script, sizeof(script),
+		 "S=%s; M=%s; $S 1 phase:begin:big && $M 96 %s 400 && $S 1 phase:end:big &&"
+		 " $S 1 phase:begin:small && $M 16 %s 0 && $S 1 phase:end:small &&"
+		 " bpftool link show > %s",
+		 tu_helper("sendlines"), tu_helper("memtouch"), t1, t2, links);
+	tu_tp(&r, 60, "run", "--quiet", "--id", "memsrc-e2e", "--interval", "100", "--json", json,
+	      "--", "sh", "-c", script, NULL);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	src = json_str(json_get(rec, "sources"), "mem.peak_bytes");
+	if (!CHECK(src && strncmp(src, "bpf:", 4), "this host's cgroups give memory figures (%s)",
+		   src ? src : "none"))
+		return;
+	CHECK(tp_read_file(links, text, sizeof(text)) > 0 && strstr(text, "mark_victim"),
+	      "the links listed (mark_victim attached)");
+	CHECK(!strstr(text, "rss_stat"), "rss_stat is not attached");
+
+	big = tu_find(json_get(rec, "phases"), "name", "big");
+	small = tu_find(json_get(rec, "phases"), "name", "small");
+	if (!CHECK(big && small, "both phases recorded"))
+		return;
+	peak = tu_metric(rec, "mem.peak_bytes");
+	printf("    peaks: big %.1f MiB, small %.1f MiB, task %.1f MiB (%s)\n",
+	       tu_num(big, "peak_mem_bytes") / MIB, tu_num(small, "peak_mem_bytes") / MIB,
+	       peak / MIB, src);
+	ASSERT_GE(tu_num(big, "peak_mem_bytes"), 96 * MIB, "big's peak covers its 96 MiB");
+	ASSERT_LE(tu_num(big, "peak_mem_bytes"), 96 * MIB + 32 * MIB, "big's peak, no more");
+	ASSERT_GE(tu_num(small, "peak_mem_bytes"), 16 * MIB, "small's peak covers its 16 MiB");
+	ASSERT_LE(tu_num(small, "peak_mem_bytes"), 16 * MIB + 32 * MIB,
+		  "small's peak is its own, not big's");
+	ASSERT_GE(peak, tu_num(big, "peak_mem_bytes"), "the task's peak is still big's");
+
+	tu_tp(&r, 30, "series", "memsrc-e2e", "--points", "1000", "--json", NULL);
+	series = json_get(tu_parse_json(r.out), "buckets");
+	for (size_t i = 0; i < json_len(series); i++) {
+		b = json_get(json_at(series, i), "max");
+		if (b && json_get(b, "mem_bytes") && tu_num(b, "mem_bytes") > seen)
+			seen = tu_num(b, "mem_bytes");
+	}
+	printf("    the series' most memory: %.1f MiB\n", seen / MIB);
+	ASSERT_GE(seen, 96 * MIB, "the series saw big's memory held");
+	ASSERT_LE(seen, peak, "the series' memory is within the kernel's peak");
+}

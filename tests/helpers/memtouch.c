@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Test workload: touches MIB mebibytes of fresh anonymous memory, one write per page,
- * and writes its resident size before the allocation (its baseline, bytes) to a file.
- *   memtouch MIB TRUTH_FILE
+ * and writes its resident size before the allocation (its baseline, bytes) and after
+ * it to a file; then holds the memory HOLD_MS milliseconds (0) before it exits.
+ *   memtouch MIB TRUTH_FILE [HOLD_MS]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static long rss_bytes(void)
@@ -31,7 +33,7 @@ int main(int argc, char **argv)
 	FILE *f;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: memtouch MIB TRUTH_FILE\n");
+		fprintf(stderr, "usage: memtouch MIB TRUTH_FILE [HOLD_MS]\n");
 		return 2;
 	}
 	len = (size_t)atol(argv[1]) << 20;
@@ -46,5 +48,12 @@ int main(int argc, char **argv)
 		return 1;
 	fprintf(f, "%ld %ld\n", base, rss_bytes());
 	fclose(f);
+	if (argc > 3) {
+		long ms = atol(argv[3]);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		while (nanosleep(&ts, &ts))
+			;
+	}
 	return 0;
 }

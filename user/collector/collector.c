@@ -159,6 +159,24 @@ int collector__capture_args(struct collector *c, int slot, bool on)
 	return 0;
 }
 
+int collector__need_rss(struct collector *c)
+{
+	struct taskprobe_bpf *k;
+	struct bpf_link *l;
+
+	if (!c)
+		return 0;
+	k = c->skel;
+	/* Not loaded (memory not collected), or attached already (maybe adopted). */
+	if (!bpf_program__autoload(k->progs.tp_rss_stat) || k->links.tp_rss_stat)
+		return 0;
+	l = bpf_program__attach(k->progs.tp_rss_stat);
+	if (!l)
+		return -errno;
+	k->links.tp_rss_stat = l;
+	return coll__pin_late_link(c, bpf_program__name(k->progs.tp_rss_stat), l);
+}
+
 unsigned collector__collects(const struct collector *c)
 {
 	return c ? c->collect : COLLECT_CGROUP_ONLY;
@@ -183,6 +201,8 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	k->rodata->wakeup_bytes = rb_bytes / 4;
 	k->rodata->runq_hist = (c->collect & COLLECT_RUNQ) != 0;
 	drop_uncollected(c);
+	/* Loaded (its maps adoptable), attached when a task needs it (collector__need_rss). */
+	bpf_program__set_autoattach(k->progs.tp_rss_stat, false);
 	if (kernel_stamps_queueing()) {
 		/* Run-queue latency comes from the kernel's own stamps: no wakeup hooks. */
 		k->rodata->use_sched_info = true;

@@ -60,6 +60,13 @@ void collector__unpin(struct collector *c);
  * exec rules read them: ~700 ns an exec); off again when it is untracked.
  */
 int collector__capture_args(struct collector *c, int slot, bool on);
+/*
+ * Resident memory from BPF (rss_stat: every page fault of the host) is attached only
+ * when a task needs it: one whose cgroup has no memory figures of its own (no memory
+ * controller on cgroup2, no v1 memory cgroup). Once attached it stays. 0 or -errno;
+ * 0 also when memory is not collected.
+ */
+int collector__need_rss(struct collector *c);
 /* What this collector collects (collect.h): its programs loaded and attached. */
 unsigned collector__collects(const struct collector *c);
 

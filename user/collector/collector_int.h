@@ -152,6 +152,8 @@ void coll__release_libs(struct collector *c);
 /* pins.c: adopting what a collector before us pinned under dir. */
 int coll__reuse_pins(struct collector *c, const char *dir);
 void coll__adopt_links(struct collector *c, const char *dir);
+/* A link attached after collector__pin: pinned with the others (0 when nothing is pinned). */
+int coll__pin_late_link(struct collector *c, const char *name, struct bpf_link *l);
 
 /* read.c */
 /* Live threads charged now (the task iterator); 0 or -errno. */

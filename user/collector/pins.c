@@ -183,6 +183,11 @@ static int unpin_one(const char *kind, const char *name, struct bpf_map *m, stru
 	return 0;
 }
 
+int coll__pin_late_link(struct collector *c, const char *name, struct bpf_link *l)
+{
+	return c->pin_dir[0] ? pin_one("links", name, NULL, l, c->pin_dir) : 0;
+}
+
 int collector__pin(struct collector *c, const char *dir)
 {
 	int err = make_dir(dir, NULL);

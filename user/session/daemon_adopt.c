@@ -48,8 +48,9 @@ void daemon__expire_orphans(struct loop *l, void *ctx, __u64 now)
 static int adopt_one(struct daemon *d, struct handover_task *h)
 {
 	struct session_params p = { 0 };
-	struct session_resume r = { h->slot,  h->run,	   h->cgroup,	     h->memcg,
-				    h->msock, h->start_ns, h->start_real_ns, h->tid };
+	struct session_resume r = { h->slot,	      h->run,	h->cgroup,
+				    h->memcg,	      h->msock, h->start_ns,
+				    h->start_real_ns, h->tid,	h->mem_v1_peak };
 	const char *why;
 	struct dtask *t;
 	int err;

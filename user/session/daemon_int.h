@@ -131,6 +131,8 @@ void daemon__params(struct daemon *d, struct dtask *t, struct session_params *p,
 void daemon__end_task(struct daemon *d, struct dtask *t, enum task_end end, int fd);
 /* A run's task is over (main process ended, cgroup empty): its client drains, then "f". */
 void daemon_on_run_done(void *ctx, struct session *s);
+/* The task described again for the daemon after us (its v1 memory peak changed). */
+void daemon_redescribe(void *ctx, struct session *s);
 /* A run's client is gone for good: its task ends as interrupted, once its cgroup is empty. */
 void daemon_run_is_lost(struct dtask *t);
 /* After each batch of events: the runs' tasks that are over get their records. */

@@ -282,6 +282,9 @@ void daemon__params(struct daemon *d, struct dtask *t, struct session_params *p,
 	p->by_daemon = true;
 	d->host_tasks = (struct host_tasks){ name_task, gone_tasks, d };
 	p->tasks = &d->host_tasks;
+	/* A phase boundary reset a v1 memory peak: described again, the peak so far in it. */
+	p->mem_reset_fn = daemon_redescribe;
+	p->done_ctx = t;
 }
 
 /* The session of t with what every task of the daemon's shares; 0, or answered. */
@@ -320,6 +323,7 @@ static void describe(struct daemon *d, struct dtask *t)
 		.keep_leftovers = t->s.p.keep_leftovers,
 		.collect = t->s.p.collect,
 		.tid = t->s.store ? t->s.tid : -1,
+		.mem_v1_peak = t->s.mem.v1_peak,
 		.nlabels = t->s.p.nlabels,
 		.argc = t->argc,
 		.argv = t->argv,
@@ -400,6 +404,14 @@ void daemon__end_task(struct daemon *d, struct dtask *t, enum task_end end, int 
 	}
 	shipper__kick(&d->ship);
 	daemon__drop_task(d, t);
+}
+
+void daemon_redescribe(void *ctx, struct session *s)
+{
+	struct dtask *t = ctx;
+
+	(void)s;
+	describe(t->d, t);
 }
 
 void daemon_on_run_done(void *ctx, struct session *s)

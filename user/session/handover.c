@@ -45,6 +45,7 @@ static int write_task(FILE *f, void *ctx)
 	jw_ku64(&w, "collect", t->collect);
 	jw_key(&w, "tid");
 	jw_i64(&w, t->tid);
+	jw_ku64(&w, "mem_v1_peak", t->mem_v1_peak);
 	jw_key(&w, "labels");
 	jw_arr_begin(&w);
 	for (int i = 0; i < t->nlabels; i++)
@@ -136,6 +137,7 @@ static int parse_task(const struct json *j, struct handover_task *t)
 	t->keep_leftovers = json_get(j, "keep_leftovers") && json_get(j, "keep_leftovers")->b;
 	t->collect = (unsigned)json_num(j, "collect");
 	t->tid = json_i64(j, "tid");
+	t->mem_v1_peak = json_u64(j, "mem_v1_peak");
 	for (size_t i = 0; i < json_len(labels); i++)
 		if (json_at(labels, i)->type == JSON_STR)
 			snprintf(t->kv[t->nlabels++], sizeof(t->kv[0]), "%s",

@@ -29,7 +29,8 @@ struct handover_task {
 	__u64 grace_s;
 	bool keep_leftovers;
 	unsigned collect;
-	__s64 tid; /* its store row, or -1 */
+	__s64 tid;	   /* its store row, or -1 */
+	__u64 mem_v1_peak; /* v1 hosts: its memory peak before the last phase boundary */
 	int nlabels;
 	char kv[TP_LABELS_MAX][TP_LABEL_KEY_MAX + TP_LABEL_VAL_MAX + 2];
 	int argc;

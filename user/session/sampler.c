@@ -86,7 +86,7 @@ int sampler__sample(struct sampler *s, __u64 now_ns)
 	struct task_figures f;
 	struct series_point *p;
 	struct cg_cpu_stat cs;
-	__u64 dt = now_ns - s->last_ns;
+	__u64 dt = now_ns - s->last_ns, mem_now;
 	int err;
 
 	if (dt == 0)
@@ -123,7 +123,10 @@ int sampler__sample(struct sampler *s, __u64 now_ns)
 				  ? (__s64)((f.cpu.cpu_ns - s->last.cpu.cpu_ns) * 1000 / dt)
 				  : 0;
 	}
-	p->v[1] = f.mem.rss_bytes > 0 ? f.mem.rss_bytes : 0;
+	if (s->mem && !memsrc__now(s->mem, &mem_now))
+		p->v[1] = (__s64)mem_now;
+	else
+		p->v[1] = f.mem.rss_bytes > 0 ? f.mem.rss_bytes : 0;
 	p->v[2] = rate(f.io.read_bytes, s->last.io.read_bytes, dt);
 	p->v[3] = rate(f.io.write_bytes, s->last.io.write_bytes, dt);
 	p->v[4] = f.proc.alive > 0 ? f.proc.alive : 0;

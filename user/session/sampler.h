@@ -6,6 +6,7 @@
 #include <linux/types.h>
 
 #include "collector/collector.h"
+#include "collector/memsrc.h"
 #include "model/phases.h"
 #include "model/series.h"
 #include "store/store.h"
@@ -33,6 +34,7 @@ struct sampler {
 	__s64 peak_millicores;
 	struct store *store;	     /* NULL: keep in memory only */
 	const struct phases *phases; /* each sample carries the phase open then; may be NULL */
+	const struct memsrc *mem;    /* memory in use from the cgroup; NULL or MEMSRC_BPF: BPF's */
 	__s64 tid;
 	__u64 last_flush_ns;
 };

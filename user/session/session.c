@@ -30,7 +30,40 @@ void session__clear(struct session *s)
 	s->events_fd = -1;
 	s->cg_lock = -1;
 	s->msock.fd = -1;
+	s->mem.peak_fd = -1;
 	rules__init(&s->rules);
+}
+
+/*
+ * The task's memory figures from its cgroup's files where it has them; else BPF's,
+ * whose rss_stat program is attached for it now (every page fault of the host pays
+ * for it then: docs/PERFORMANCE.md).
+ */
+static void memory_begin(struct session *s, struct collector *c, __u64 v1_peak)
+{
+	int err;
+
+	memsrc__open(&s->mem, s->cgroup, s->memcg);
+	s->mem.v1_peak = v1_peak;
+	if (s->mem.kind != MEMSRC_BPF || !c)
+		return;
+	err = collector__need_rss(c);
+	if (err)
+		session__fault(s, "resident memory is not followed (rss_stat: %s)", strerror(-err));
+}
+
+/* The peak since the last phase boundary, and a new one from now. */
+static __s64 take_peak(struct session *s)
+{
+	__u64 v = 0;
+
+	if (s->mem.kind == MEMSRC_BPF)
+		return collector__take_peak(s->c, s->slot);
+	if (memsrc__take_peak(&s->mem, &v))
+		return 0;
+	if (s->mem.kind == MEMSRC_V1 && s->p.mem_reset_fn)
+		s->p.mem_reset_fn(s->p.done_ctx, s);
+	return (__s64)v;
 }
 
 int session__init(struct session *s, const struct session_params *p)
@@ -209,15 +242,12 @@ static enum um_reject on_line(struct session *s, const char *line, size_t len)
 	if (!r && (l.kind == UM_PHASE_BEGIN || l.kind == UM_PHASE_END)) {
 		snapshot(s, &snap);
 		if (l.kind == UM_PHASE_BEGIN)
-			r = phases__begin(&s->phases, l.key, &snap,
-					  collector__take_peak(s->c, s->slot))
+			r = phases__begin(&s->phases, l.key, &snap, take_peak(s))
 				    ? UM_TOO_MANY_NAMES
 				    : UM_OK;
 		else
-			r = phases__end(&s->phases, l.key, &snap,
-					collector__take_peak(s->c, s->slot))
-				    ? UM_UNKNOWN_PHASE
-				    : UM_OK;
+			r = phases__end(&s->phases, l.key, &snap, take_peak(s)) ? UM_UNKNOWN_PHASE
+										: UM_OK;
 	} else if (!r) {
 		/* The built-in figures' names are not the task's to write. */
 		for (size_t i = 0; i < ARRAY_SIZE(reserved) && !r; i++)
@@ -502,6 +532,7 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	if (!s->adopted && cgroup_read_u64(s->cgroup, "memory.peak", &(__u64){ 0 }) &&
 	    cgroup_v1_memory_make(s->p.id, s->memcg, sizeof(s->memcg)))
 		s->memcg[0] = '\0';
+	memory_begin(s, c, 0);
 	if (c) {
 		s->slot = collector__track(c, s->cgroup);
 		if (s->slot < 0) {
@@ -560,6 +591,7 @@ int session__start(struct session *s, struct collector *c, struct store *store, 
 	}
 	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
 	s->sampler.root = s->p.root;
+	s->sampler.mem = &s->mem;
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
 	pressure_begin(s);
@@ -587,6 +619,7 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 	s->slot = collector__retrack(c, r->slot, s->cgroup);
 	if (s->slot < 0)
 		return s->slot;
+	memory_begin(s, c, r->mem_v1_peak);
 	s->rec.collect = collector__collects(c) & (s->p.collect ? s->p.collect : COLLECT_ALL);
 	if (session__needs_args(s))
 		collector__capture_args(c, s->slot, true);
@@ -628,6 +661,7 @@ int session__resume(struct session *s, struct collector *c, struct store *store,
 	}
 	sampler__init(&s->sampler, c, s->slot, s->cgroup, s->start_ns, s->store, s->tid);
 	s->sampler.root = s->p.root;
+	s->sampler.mem = &s->mem;
 	sampler__resume(&s->sampler, now);
 	phases__init(&s->phases, s->start_ns);
 	s->sampler.phases = &s->phases;
@@ -666,7 +700,9 @@ static void read_cgroup_figures(struct session *s)
 	if (rec->have_memory_peak)
 		rec->memory_peak_source = "cgroup:memory.peak";
 	else if (s->memcg[0] &&
-		 !cgroup_read_u64(s->memcg, "memory.max_usage_in_bytes", &rec->memory_peak)) {
+		 (s->mem.kind == MEMSRC_V1 ? !memsrc__v1_task_peak(&s->mem, &rec->memory_peak)
+					   : !cgroup_read_u64(s->memcg, "memory.max_usage_in_bytes",
+							      &rec->memory_peak))) {
 		rec->have_memory_peak = true;
 		rec->memory_peak_source = "cgroup1:memory.max_usage_in_bytes";
 	}
@@ -685,7 +721,7 @@ struct task_record *session__finish(struct session *s)
 	/* What the task sent before it ended counts, then open phases end. */
 	drain_socket(s);
 	snapshot(s, &snap);
-	phases__close_all(&s->phases, &snap, collector__take_peak(s->c, s->slot));
+	phases__close_all(&s->phases, &snap, take_peak(s));
 	rec->phases = &s->phases;
 	rec->um = &s->um;
 	rec->rules = &s->rules;
@@ -719,7 +755,7 @@ int session__live(struct session *s, struct task_record *out)
 	struct phase_snap snap;
 	size_t nprogs;
 	bool have_f;
-	__u64 now;
+	__u64 now, mem_now;
 
 	if (s->slot < 0 || s->done)
 		return -ENOENT;
@@ -738,6 +774,8 @@ int session__live(struct session *s, struct task_record *out)
 	out->main_wall_ns = (s->main_done ? s->main_end_ns : now) - s->start_ns;
 	/* Each read once: the figures, cpu.stat, memory.peak. */
 	have_f = !collector__read(s->c, s->slot, &out->fig);
+	if (have_f && !memsrc__now(&s->mem, &mem_now))
+		out->fig.mem.rss_bytes = (__s64)mem_now;
 	out->have_cpu_stat = !cgroup_read_cpu_stat(s->cgroup, &out->cpu_stat);
 	out->cpu_stat_note = NULL;
 	out->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &out->memory_peak);
@@ -869,6 +907,7 @@ void session__fini(struct session *s)
 	task_record__fini(&s->rec);
 	sampler__fini(&s->sampler);
 	msock__close(&s->msock);
+	memsrc__close(&s->mem);
 	rules__fini(&s->rules);
 	phases__fini(&s->phases);
 	um_table__fini(&s->um);

@@ -14,6 +14,7 @@
 
 #include "base/loop.h"
 #include "collector/hostread.h"
+#include "collector/memsrc.h"
 #include "collector/metrics_socket.h"
 #include "model/phases.h"
 #include "model/rules.h"
@@ -57,6 +58,12 @@ struct session_params {
 	unsigned collect; /* what the task asks collected (collect.h), 0: all the collector does */
 	session_done_fn done_fn;
 	void *done_ctx;
+	/*
+	 * A phase boundary reset the v1 memory watermark (memsrc.h): the task's peak so far
+	 * is in s->mem.v1_peak, for whoever takes the task over (the daemon's handover).
+	 * Called with done_ctx; may be NULL.
+	 */
+	session_done_fn mem_reset_fn;
 	/* Other tasks named by their ids in the host context (the daemon's), or NULL. */
 	const struct host_tasks *tasks;
 };
@@ -65,6 +72,7 @@ struct session {
 	struct session_params p;
 	char cgroup[PATH_MAX];
 	char memcg[PATH_MAX]; /* v1 memory mirror on hybrid hosts, or "" */
+	struct memsrc mem;    /* where memory in use and its peaks are read */
 	const char *cg_rel;   /* the task's cgroup below the cgroup2 mount */
 	struct collector *c;
 	int slot;
@@ -125,6 +133,7 @@ struct session_resume {
 	__u64 start_ns;
 	__u64 start_real_ns;
 	__s64 tid;
+	__u64 mem_v1_peak; /* its memsrc's v1_peak when it was last described */
 };
 /*
  * session__start for a task a daemon before us tracked (session__init done): its slot
