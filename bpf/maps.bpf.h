@@ -17,14 +17,14 @@
 #ifndef TP_OFF
 #define TP_OFF 0
 #endif
-#define TP_OFF_RING 0x01    /* no ring-buffer reserve/submit: exec, exit, final events */
+#define TP_OFF_RING 0x01    /* no ring-buffer reserve/submit: exec and exit events */
 #define TP_OFF_ADOPT 0x02   /* fork: no task storage for the child */
 #define TP_OFF_PATH 0x04    /* exec: no filename copy */
-#define TP_OFF_COMM 0x08    /* exec, exit, final: no comm copy */
+#define TP_OFF_COMM 0x08    /* exec and exit events: no comm copy */
 #define TP_OFF_STATS 0x10   /* fork, exec, exit: no proc_stats counters */
 #define TP_OFF_CHARGE 0x20  /* exit: no CPU and I/O charge */
-#define TP_OFF_QUERY 0x40   /* exec, exit: submit without the ring-buffer query */
-#define TP_OFF_STORAGE 0x80 /* exit: no storage writes */
+#define TP_OFF_QUERY 0x40   /* exec: submit without the ring-buffer query */
+#define TP_OFF_STORAGE 0x80 /* exit: no storage writes (then no exit event) */
 
 /* A function, not a macro, so that the compiler folds it without a constant-operand warning. */
 static __always_inline bool tp_off(__u32 piece)
@@ -124,9 +124,8 @@ struct tp_thread {
 	__u64 runnable_since; /* histogram without sched_info: when it last became runnable */
 	__u32 slot;
 	__u32 gen;
-	/* at its exit event: se.sum_exec_runtime reported then, when (0: not exited yet), and
-	 * TP_EXIT_GROUP_DEAD */
-	__u64 exit_runtime;
+	/* when it exited (0: not yet), and TP_EXIT_GROUP_DEAD: its event is sent at its last
+	 * switch-out */
 	__u64 exit_ns;
 	__u32 exit_flags;
 	__u32 pad;

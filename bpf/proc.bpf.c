@@ -127,23 +127,20 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	return 0;
 }
 
-/* Each thread's exit carries its runtime; the last one of a process also counts the exit. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
+/*
+ * A thread exits: its CPU and I/O so far are charged, and the last one of a process
+ * counts the exit. Its event is sent from its last switch-out (sched.bpf.c), where its
+ * runtime is final: one event a thread, not two (docs/PERFORMANCE.md).
+ */
+static __always_inline int process_exit(struct task_struct *p, bool group_dead)
 {
 	struct tp_thread *th = tp_current_thread();
 	struct tp_proc_stats *ps;
-	struct tp_exit_event *e;
-	struct tp_cgroup_info ci;
-	bool group_dead;
 	__u32 slot;
 
 	if (!th)
 		return 0;
-	ci.slot = slot = th->slot;
-	ci.gen = th->gen;
-	/* signal->live was decremented just before this tracepoint in do_exit(). */
-	group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	slot = th->slot;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	/* The rest of its CPU time is charged at its last switch-out (sched.bpf.c). */
 	if (!tp_off(TP_OFF_CHARGE)) {
@@ -151,7 +148,6 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 		tp_charge_ioac(p, th);
 	}
 	if (!tp_off(TP_OFF_STORAGE)) {
-		th->exit_runtime = p->se.sum_exec_runtime;
 		th->exit_ns = bpf_ktime_get_ns();
 		th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
 	}
@@ -161,19 +157,25 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 		if (p->exit_code)
 			__sync_fetch_and_add(&ps->failed_exits, 1);
 	}
-
-	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, &ci, p);
-	if (!e)
-		return 0;
-	e->hdr.ppid = p->real_parent->tgid;
-	e->runtime_ns = p->se.sum_exec_runtime;
-	e->start_ns = p->group_leader->start_time;
-	e->exit_code = p->exit_code;
-	e->flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;
-	if (!tp_off(TP_OFF_COMM))
-		bpf_get_current_comm(e->comm, sizeof(e->comm));
-	tp_event_submit(e);
 	return 0;
+}
+
+/* Linux 6.16 on: the tracepoint says whether this thread's exit ended its process. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_sched_process_exit, struct task_struct *p, bool group_dead)
+{
+	return process_exit(p, group_dead);
+}
+
+/*
+ * Before 6.16 (the collector loads one of the two): signal->live, which do_exit()
+ * decremented just before. Two threads exiting at once may both read 0 there, and
+ * their process's exit then counts twice.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_sched_process_exit_live, struct task_struct *p)
+{
+	return process_exit(p, BPF_CORE_READ(p, signal, live.counter) == 0);
 }
 
 /*

@@ -60,17 +60,16 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
 }
 
 /*
- * A dead thread's last switch-out: its runtime is final here. What it ran since its
- * exit event (exit_mm, files, and for a short process most of its life, as
- * se.sum_exec_runtime was stale then) is charged and sent to its program. Once per
- * thread, never on the hot path.
+ * A dead thread's last switch-out: its runtime is final here, what it ran since its
+ * exit (exit_mm, files, and for a short process most of its life) included. It is
+ * charged, and the thread's exit event sent, dated at its exit. Once per thread, never
+ * on the hot path.
  */
 static __noinline void final_switch(struct task_struct *prev)
 {
 	struct tp_cgroup_info ci;
 	struct tp_exit_event *e;
 	struct tp_thread *th;
-	__u64 rt;
 
 	th = tp_thread_get(prev);
 	if (!th || !th->exit_ns)
@@ -78,15 +77,15 @@ static __noinline void final_switch(struct task_struct *prev)
 	tp_charge_cpu(prev, th);
 	ci.slot = th->slot;
 	ci.gen = th->gen;
-	rt = prev->se.sum_exec_runtime;
-	e = tp_event_reserve(sizeof(*e), TP_EV_FINAL, &ci, prev);
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, &ci, prev);
 	if (!e)
 		return;
 	/* Dated at the exit it follows: a process's span ends there. */
 	e->hdr.ts_ns = th->exit_ns;
-	e->runtime_ns = rt > th->exit_runtime ? rt - th->exit_runtime : 0;
-	e->start_ns = 0;
-	e->exit_code = 0;
+	e->hdr.ppid = BPF_CORE_READ(prev, real_parent, tgid);
+	e->runtime_ns = prev->se.sum_exec_runtime;
+	e->start_ns = BPF_CORE_READ(prev, group_leader, start_time);
+	e->exit_code = prev->exit_code;
 	e->flags = th->exit_flags;
 	if (!tp_off(TP_OFF_COMM))
 		bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);

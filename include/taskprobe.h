@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 9
+#define TP_ABI_VERSION 10
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
@@ -142,10 +142,10 @@ struct tp_endpoint_key {
 enum tp_event_type {
 	TP_EV_FORK = 1, /* no longer sent (ABI 7): exec and exit events carry the parent */
 	TP_EV_EXEC = 2,
-	TP_EV_EXIT = 3,
+	TP_EV_EXIT = 3, /* a thread's last switch-out, after its exit (ABI 10) */
 	TP_EV_DNS = 4,
 	TP_EV_HTTP = 5,
-	TP_EV_FINAL = 6, /* a thread's last switch-out: struct tp_exit_event */
+	TP_EV_FINAL = 6, /* no longer sent (ABI 10): the exit event is sent at that moment */
 	TP_EV_LEFT = 7,	 /* a process moved out of the task: struct tp_exit_event */
 	TP_EV_NOTE = 8,	 /* a notable moment counted only in maps: struct tp_note_event */
 };
@@ -177,11 +177,10 @@ struct tp_exec_event {
 #define TP_EXIT_GROUP_DEAD 0x1
 
 /*
- * TP_EV_EXIT at sched_process_exit: runtime_ns is se.sum_exec_runtime then, which the
- * scheduler has not brought up to date since the thread's last tick or switch.
- * TP_EV_FINAL at the thread's last switch-out: runtime_ns is the CPU it used since its
- * exit event (all of a short process's last slice) and hdr.ts_ns the time of that
- * exit; GROUP_DEAD on the final event of the thread whose exit ended its process.
+ * TP_EV_EXIT, one per thread, at its last switch-out (sched.bpf.c), when its runtime is
+ * final: runtime_ns is its se.sum_exec_runtime then, hdr.ts_ns the time of its exit
+ * (sched_process_exit), GROUP_DEAD on the thread whose exit ended its process.
+ * TP_EV_LEFT: a process moved out of the task, runtime_ns its runtime then.
  */
 struct tp_exit_event {
 	struct tp_event_hdr hdr;

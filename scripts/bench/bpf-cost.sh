@@ -97,9 +97,11 @@ for r in range(runs):
         f = after.get("floor_" + hot[name][0]) if name in hot else None
         fns = per(f, before.get(f["name"]))[0] if f else 0.0
         rows.setdefault(name, []).append((ns, n, fns, ns / fns if fns else 0.0))
-    # Hot hooks the collector left alone: what their events would have paid.
+    # Hot hooks the collector left alone (not loaded, or loaded and not attached, as
+    # rss_stat where the cgroups give memory): what their events would have paid.
     for name in hot:
-        if name not in after:
+        if name not in after or per(after[name])[1] == 0:
+            rows.pop(name, None)
             f = after.get("floor_" + hot[name][0], {})
             fns, n = per(f, before.get(f.get("name")))
             rows.setdefault(name + " (not attached)", []).append((0.0, n, fns, 0.0))

@@ -29,6 +29,7 @@
 #include "harness.h"
 #include "model/collect_kinds.h"
 #include "model/net_figures.h"
+#include "model/procs.h"
 #include "testutil.h"
 
 typedef int (*driver_fn)(void *arg);
@@ -191,8 +192,70 @@ TEST(TIER_BPF, process_counts_exact)
 	ASSERT_EQ(f.proc.lost_events, 0, "lost events");
 	ASSERT_EQ(program_execs(fx.c, fx.slot, "/bin/true"), 30, "execs of /bin/true");
 	ASSERT_EQ(program_execs(fx.c, fx.slot, "/bin/false"), 10, "execs of /bin/false");
-	/* One event per exec and exit, and a final one per exit (no fork events: ABI 7). */
-	ASSERT_EQ(f.events_received, 40 + 46 + 46, "events received");
+	/*
+	 * One event per exec and one per exit, the latter from the thread's last
+	 * switch-out (ABI 10: not a second one there); no fork events (ABI 7).
+	 */
+	ASSERT_EQ(f.events_received, 40 + 46, "events received");
+out:
+	collector__free(fx.c);
+}
+
+static int exec_threads(void *arg)
+{
+	execl((const char *)arg, "threads", "4", "30", (char *)NULL);
+	return 127;
+}
+
+/*
+ * A process that exits while its threads still spin: the threads' exit events come in
+ * the order of their last switch-outs, so the one that ends the process is often not
+ * the last to come. Ten such processes, four threads each: every thread's CPU is the
+ * program's (the table equals wait4's rusage), none lands on a "[comm]" row, and no
+ * process is left alive in the table.
+ */
+TEST(TIER_BPF, a_process_exiting_under_running_threads_keeps_their_cpu)
+{
+	const char *helper = tu_helper("threads");
+	const struct program_stat *p;
+	struct fixture fx = { 0 };
+	struct task_figures f;
+	struct procs procs;
+	double truth = 0, table = 0, stray = 0;
+	size_t n;
+
+	if (!fixture_open(&fx, 0))
+		goto out;
+	for (int i = 0; i < 10; i++) {
+		struct rusage ru;
+
+		if (!ASSERT_EQ(wait_driver(start_driver(fx.cg, exec_threads, (void *)helper), &ru),
+			       0, "threads exited 0"))
+			goto out;
+		truth += (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+	}
+	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
+	p = collector__programs(fx.c, fx.slot, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(p[i].path, helper))
+			table += (double)p[i].cpu_ns;
+		else if (p[i].path[0] == '[')
+			stray += (double)p[i].cpu_ns;
+	}
+	printf("    the program table %.1f ms, wait4's rusage %.1f ms, \"[comm]\" rows %.3f ms\n",
+	       table / 1e6, truth / 1e6, stray / 1e6);
+	ASSERT_NEAR(table, truth, 0.01, "the program's CPU vs wait4's rusage");
+	ASSERT_LE(stray, 1e6, "no thread's CPU on a row of its own");
+	ASSERT_EQ(program_execs(fx.c, fx.slot, helper), 10, "execs");
+	ASSERT_EQ(f.proc.exits, 10, "exits");
+	ASSERT_EQ(f.proc.threads, 40, "threads");
+	ASSERT_OK(collector__processes(fx.c, fx.slot, tp_now_ns(), 0, &procs), "processes");
+	for (size_t i = 0; i < procs.n; i++)
+		CHECK(procs.v[i].end != PROC_ALIVE, "process %u is not left alive",
+		      (unsigned)procs.v[i].pid);
+	ASSERT_EQ(procs.n, 10, "ten processes");
+	procs__fini(&procs);
 out:
 	collector__free(fx.c);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -384,6 +385,16 @@ int tp_write_whole(const char *path, int (*fn)(FILE *f, void *ctx), void *ctx)
 	if (err)
 		unlink(tmp);
 	return err;
+}
+
+bool tp_kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
 }
 
 int tp_write_file(const char *path, const char *s)

@@ -69,6 +69,8 @@ ssize_t tp_read_file(const char *path, char *buf, size_t len);
 #define TP_TEXT_FILE_MAX (256 * 1024)
 ssize_t tp_slurp(const char *path, const char *what, bool required, char **out);
 int tp_write_file(const char *path, const char *s);
+/* Is the running kernel's release (uname) at least major.minor? */
+bool tp_kernel_at_least(int major, int minor);
 /*
  * path written whole or not at all: fn writes a temporary file beside it, renamed over
  * path once fn and the flush succeed. 0, fn's -errno, or the write's.

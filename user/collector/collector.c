@@ -201,6 +201,10 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	k->rodata->wakeup_bytes = rb_bytes / 4;
 	k->rodata->runq_hist = (c->collect & COLLECT_RUNQ) != 0;
 	drop_uncollected(c);
+	/* The exit program whose tracepoint says whether a process ended (6.16 on). */
+	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tp_sched_process_exit_live
+							    : k->progs.tp_sched_process_exit,
+				  false);
 	/* Loaded (its maps adoptable), attached when a task needs it (collector__need_rss). */
 	bpf_program__set_autoattach(k->progs.tp_rss_stat, false);
 	if (kernel_stamps_queueing()) {

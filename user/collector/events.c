@@ -84,6 +84,11 @@ static struct proc_info *proc_of(struct slot *s, const struct tp_event_hdr *h, _
 	struct proc_info *pi = htab__get(&s->procs, h->tgid), *parent;
 	__u32 prog;
 
+	/* An ended process's pid, taken by a new one: the new one starts afresh. */
+	if (pi && pi->ended_ns && start_ns && pi->start_ns != start_ns) {
+		htab__del(&s->procs, h->tgid);
+		pi = NULL;
+	}
 	if (pi)
 		return pi;
 	parent = htab__get(&s->procs, h->ppid);
@@ -245,24 +250,53 @@ static void on_note(struct slot *s, const struct tp_note_event *e)
 	notes__add(&s->notes, &n);
 }
 
+/*
+ * A thread's exit, sent at its last switch-out with its whole runtime: its CPU is its
+ * program's. The last thread's ends its process: its span is done, and its entry is
+ * kept a moment for the other threads' events still to come (coll__sweep_ended).
+ */
 static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 {
 	struct proc_info *pi = proc_of(s, &e->hdr, e->start_ns);
+	bool leader = e->hdr.pid == e->hdr.tgid;
 	__u64 base = 0;
 	char comm[TP_COMM_LEN + 1];
 
-	if (pi && e->hdr.pid == e->hdr.tgid)
+	if (pi && leader)
 		base = pi->base_runtime;
 	memcpy(comm, e->comm, TP_COMM_LEN);
 	comm[TP_COMM_LEN] = '\0';
 	if (e->runtime_ns > base)
 		add_cpu(s, pi, pi ? pi->prog : 0, comm, e->runtime_ns - base);
-	if (pi && e->hdr.pid == e->hdr.tgid)
+	if (pi && leader)
 		pi->base_runtime = e->runtime_ns;
-	if (pi && (e->flags & TP_EXIT_GROUP_DEAD))
-		pi->exit = shell_status(e->exit_code);
-	if ((e->flags & TP_EXIT_GROUP_DEAD) && e->exit_code)
+	if (!(e->flags & TP_EXIT_GROUP_DEAD))
+		return;
+	if (e->exit_code)
 		note_exit(s, e, comm);
+	if (!pi || pi->ended_ns)
+		return;
+	pi->exit = shell_status(e->exit_code);
+	proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_EXITED, comm);
+	pi->ended_ns = e->hdr.ts_ns ? e->hdr.ts_ns : 1;
+}
+
+void coll__sweep_ended(struct collector *c, __u64 cutoff_ns)
+{
+	for (int i = 0; i < c->max_tasks; i++) {
+		struct slot *s = &c->slots[i];
+		struct proc_info *pi;
+		size_t pos = 0;
+		__u64 tgid;
+
+		if (!s->used)
+			continue;
+		while ((pi = htab__next(&s->procs, &pos, &tgid)))
+			if (pi->ended_ns && pi->ended_ns < cutoff_ns) {
+				htab__del(&s->procs, tgid);
+				pos--; /* the deletion may have moved a later entry here */
+			}
+	}
 }
 
 /* A process moved out of the task: its CPU so far is its program's, and it is forgotten. */
@@ -271,28 +305,14 @@ static void on_left(struct slot *s, const struct tp_exit_event *e)
 	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
 	char comm[TP_COMM_LEN + 1];
 
+	if (pi && pi->ended_ns)
+		return;
 	memcpy(comm, e->comm, TP_COMM_LEN);
 	comm[TP_COMM_LEN] = '\0';
 	if (pi && e->runtime_ns > pi->base_runtime)
 		add_cpu(s, pi, pi->prog, comm, e->runtime_ns - pi->base_runtime);
 	if (pi)
 		proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_LEFT, comm);
-	htab__del(&s->procs, e->hdr.tgid);
-}
-
-/* A thread's last slice, after its exit event; the process is forgotten after its last. */
-static void on_final(struct slot *s, const struct tp_exit_event *e)
-{
-	struct proc_info *pi = htab__get(&s->procs, e->hdr.tgid);
-	char comm[TP_COMM_LEN + 1];
-
-	memcpy(comm, e->comm, TP_COMM_LEN);
-	comm[TP_COMM_LEN] = '\0';
-	add_cpu(s, pi, pi ? pi->prog : 0, comm, e->runtime_ns);
-	if (!(e->flags & TP_EXIT_GROUP_DEAD))
-		return;
-	if (pi)
-		proc_done(s, e->hdr.tgid, pi, e->hdr.ts_ns, PROC_EXITED, comm);
 	htab__del(&s->procs, e->hdr.tgid);
 }
 
@@ -319,10 +339,6 @@ int coll__handle_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXIT:
 		if (size >= sizeof(struct tp_exit_event))
 			on_exit_(s, data);
-		break;
-	case TP_EV_FINAL:
-		if (size >= sizeof(struct tp_exit_event))
-			on_final(s, data);
 		break;
 	case TP_EV_LEFT:
 		if (size >= sizeof(struct tp_exit_event))
@@ -379,6 +395,9 @@ int collector__poll(struct collector *c, int timeout_ms)
 	return n < 0 ? n : 0;
 }
 
+/* How long an ended process is kept for its other threads' exit events. */
+#define ENDED_KEEP_NS 1000000000ULL
+
 static void on_ring(struct loop *l, void *ctx, int fd, uint32_t events)
 {
 	(void)l, (void)fd, (void)events;
@@ -391,6 +410,9 @@ static void on_tick(struct loop *l, void *ctx, __u64 now)
 	(void)l;
 	collector__poll(ctx, 0);
 	collector__tick(ctx, now);
+	/* A thread's last switch-out follows its exit within microseconds: 1 s is ample. */
+	if (now > ENDED_KEEP_NS)
+		coll__sweep_ended(ctx, now - ENDED_KEEP_NS);
 }
 
 int collector__watch(struct collector *c, struct loop *l)
@@ -423,7 +445,11 @@ int collector__sync(struct collector *c)
 	}
 	if (coll__refresh(c))
 		return -EIO;
-	return ring_buffer__consume(c->rb) < 0 ? -EIO : 0;
+	if (ring_buffer__consume(c->rb) < 0)
+		return -EIO;
+	/* Every CPU switched since: every thread that had exited has sent its event. */
+	coll__sweep_ended(c, ~0ULL);
+	return 0;
 }
 
 int collector__processes(const struct collector *c, int slot, __u64 now_ns, __u64 start_ns,
@@ -446,6 +472,8 @@ int collector__processes(const struct collector *c, int slot, __u64 now_ns, __u6
 		char name[16];
 		struct proc_span p;
 
+		if (pi->ended_ns)
+			continue; /* in done already */
 		snprintf(name, sizeof(name), "%u", (__u32)tgid);
 		p = span_of(s, (__u32)tgid, pi, now_ns, PROC_ALIVE, name);
 		procs__add(&all, &p);

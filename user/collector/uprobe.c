@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 
+#include "base/util.h"
 #include "collector/uprobe.h"
 
 /* From the kernel's uapi (6.6+); Debian's headers predate it. */
@@ -108,13 +108,8 @@ int uprobe_func_offsets(const char *path, const char *const *names, size_t n, lo
 
 bool uprobe_multi_supported(void)
 {
-	struct utsname u;
-	int major = 0, minor = 0;
-
 	/* uprobe_multi came with 6.6; the load of the programs confirms it. */
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-		return false;
-	return major > 6 || (major == 6 && minor >= 6);
+	return tp_kernel_at_least(6, 6);
 }
 
 int uprobe_multi_attach(const struct bpf_program *prog, const char *path,
