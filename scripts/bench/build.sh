@@ -39,7 +39,11 @@ if [ "$mode" = daemon ]; then
 fi
 for ((c = 0; c < copies; c++)); do
 	mkdir "$dir/c$c"
-	cp "$here"/user/*/*.c "$dir/c$c/"
+	# Named by their layer too: two layers may have files of the same name.
+	for f in "$here"/user/*/*.c; do
+		l=${f%/*}
+		cp "$f" "$dir/c$c/${l##*/}_${f##*/}"
+	done
 done
 (cd "$here"/user && cp --parents */*.h "$dir"/)
 cp "$here"/include/taskprobe.h "$here"/build/bpf/taskprobe.skel.h "$dir"/
