@@ -19,28 +19,14 @@ need_root
 FLOOR=${FLOOR:-${BENCH_BIN:-$(dirname "$TP")/bench}/floor}
 FLOOR_OBJ=${FLOOR_OBJ:-${BENCH_BPF:-$(dirname "$TP")/bpf}/floor.bpf.o}
 out=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
-fifo=$out.fifo
-mkfifo "$fifo"
-floor_pid=
-# The floor ends when its stdin (the fifo) closes.
 cleanup() {
-	exec 9>&- 2> /dev/null || true
-	[ -n "$floor_pid" ] && wait "$floor_pid" 2> /dev/null || true
-	rm -f "$fifo" "$out.dd" "$out.ready"
+	stop_floor
+	rm -f "$out.fifo" "$out.dd"
 }
 CLEANUP=$out
 with_bpf_stats
 trap 'cleanup; sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f "$out" "$out".*' EXIT
-# The floor's programs stay attached while its stdin (the fifo) is open.
-"$FLOOR" "$FLOOR_OBJ" < "$fifo" > "$out.ready" &
-floor_pid=$!
-exec 9> "$fifo"
-for _ in $(seq 100); do
-	grep -q ready "$out.ready" 2> /dev/null && break
-	sleep 0.05
-done
-grep -q ready "$out.ready" || { echo "bpf-cost: the floor did not load" >&2; exit 1; }
-rm -f "$out.ready"
+start_floor "$out.fifo"
 workload="hackbench -g 2 -l 1000 >/dev/null 2>&1;
 	i=0; while [ \$i -lt 2000 ]; do /bin/true; i=\$((i+1)); done;
 	dd if=/dev/zero of='$out.dd' bs=64k count=2000 oflag=direct status=none;

@@ -58,3 +58,30 @@ interleave() {
 	done
 	RATIO=$(printf '%s\n' "${ratios[@]}" | median)
 }
+
+# The floor (floor.bpf.c: an empty program on each hot hook, $FLOOR loading
+# $FLOOR_OBJ) attached until stop_floor: its programs stay while its stdin, the fifo
+# made at FIFO_PATH, is open on fd 9. Sets FLOOR_PID; exits the script if it does not
+# load.
+#   start_floor FIFO_PATH
+start_floor() {
+	local fifo=$1 ready=$1.ready
+	mkfifo "$fifo"
+	"$FLOOR" "$FLOOR_OBJ" < "$fifo" > "$ready" &
+	FLOOR_PID=$!
+	exec 9> "$fifo"
+	for _ in $(seq 100); do
+		grep -q ready "$ready" 2> /dev/null && break
+		sleep 0.05
+	done
+	grep -q ready "$ready" || { echo "${0##*/}: the floor did not load" >&2; exit 1; }
+	rm -f "$ready"
+}
+
+# The floor detached: its stdin closed, the loader waited for.
+stop_floor() {
+	exec 9>&- 2> /dev/null || true
+	if [ -n "${FLOOR_PID:-}" ]; then
+		wait "$FLOOR_PID" 2> /dev/null || true
+	fi
+}

@@ -31,42 +31,35 @@ fi
 
 # Each variant is a build of its own under build/v/NAME. The user objects that do not
 # embed the skeleton are the main build's, copied: only the BPF side and the four
-# collector files that include the skeleton are rebuilt.
+# collector files that include the skeleton are rebuilt. The copies' dependency files
+# name the main build's objects, so a variant is made afresh whenever the main build
+# changed (its binary's time), never updated in place.
 make -C "$root" -s -j"$(nproc)" all build/bench/floor build/bpf/floor.bpf.o > /dev/null
+stamp="$(stat -c %Y "$root/build/taskprobe")"
 for v in "${variants[@]}"; do
 	name=${v%%:*} bits=${v#*:}
 	out=build/v/$name
-	if [ ! -e "$root/$out/bits" ] || [ "$(cat "$root/$out/bits")" != "$bits" ]; then
+	if [ ! -e "$root/$out/stamp" ] || [ "$(cat "$root/$out/stamp")" != "$bits $stamp" ]; then
 		rm -rf "${root:?}/$out"
 		mkdir -p "$root/$out"
 		cp -a "$root/build/user" "$root/$out/user"
 		rm -f "$root/$out/user/collector/"{collector,libraries,pins,read}.o
-		echo "$bits" > "$root/$out/bits"
+		echo "$bits $stamp" > "$root/$out/stamp"
 	fi
 	make -C "$root" -s -j"$(nproc)" OUT="$out" BPFOUT="$out/bpf" BPF_EXTRA="-DTP_OFF=$bits" \
 		"$out/taskprobe" > /dev/null
 done
 
 tmp=$(mktemp -d -p /var/tmp taskprobe-pieces.XXXXXX)
-floor_pid=
 cleanup() {
-	exec 9>&- 2> /dev/null || true
-	[ -n "$floor_pid" ] && wait "$floor_pid" 2> /dev/null || true
+	stop_floor
 	sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"
 	rm -rf "$tmp"
 }
 BPF_STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled)
 trap cleanup EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
-mkfifo "$tmp/fifo"
-"$FLOOR" "$FLOOR_OBJ" < "$tmp/fifo" > "$tmp/ready" &
-floor_pid=$!
-exec 9> "$tmp/fifo"
-for _ in $(seq 100); do
-	grep -q ready "$tmp/ready" 2> /dev/null && break
-	sleep 0.05
-done
-grep -q ready "$tmp/ready" || { echo "pieces: the floor did not load" >&2; exit 1; }
+start_floor "$tmp/fifo"
 
 for ((r = 0; r < rounds; r++)); do
 	for v in "${variants[@]}"; do
