@@ -699,10 +699,8 @@ static void read_cgroup_figures(struct session *s)
 	rec->have_memory_peak = !cgroup_read_u64(s->cgroup, "memory.peak", &rec->memory_peak);
 	if (rec->have_memory_peak)
 		rec->memory_peak_source = "cgroup:memory.peak";
-	else if (s->memcg[0] &&
-		 (s->mem.kind == MEMSRC_V1 ? !memsrc__v1_task_peak(&s->mem, &rec->memory_peak)
-					   : !cgroup_read_u64(s->memcg, "memory.max_usage_in_bytes",
-							      &rec->memory_peak))) {
+	/* The v1 memory cgroup's peak, with those read before its per-phase resets. */
+	else if (!memsrc__v1_task_peak(&s->mem, &rec->memory_peak)) {
 		rec->have_memory_peak = true;
 		rec->memory_peak_source = "cgroup1:memory.max_usage_in_bytes";
 	}
