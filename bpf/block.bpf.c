@@ -44,7 +44,7 @@
 
 struct tp_request {
 	__u64 word;	/* address and claim time; 0: a free entry */
-	__u64 start_ns; /* when it began: the kernel's stamp, or ours */
+	__u64 start_ns; /* when it began, if the kernel does not stamp it */
 	__u32 slot;
 	__u32 gen;
 	__u64 pad; /* 32 bytes: a bucket is two cache lines */
@@ -226,7 +226,7 @@ int BPF_PROG(tp_block_io_start, struct request *rq)
 	struct tp_rq_bucket *bk;
 	struct tp_io_stats *st;
 	struct tp_request *e;
-	__u64 start, a;
+	__u64 start, own, a;
 
 	st = charge_submitter(op, bytes, &slot, &gen);
 	if (!st)
@@ -235,19 +235,22 @@ int BPF_PROG(tp_block_io_start, struct request *rq)
 		st->read_ops++;
 	else
 		st->write_ops++;
-	/* Requests are stamped when made, unless the queue keeps no statistics at all. */
+	/*
+	 * The kernel stamps the request just after this tracepoint (blk_account_io_start),
+	 * unless the queue keeps no statistics: then it is stamped here. The stamp it had
+	 * from its allocation, older by microseconds, dates the claim.
+	 */
 	start = rq->start_time_ns;
-	if (!start)
-		start = bpf_ktime_get_ns();
+	own = start ? 0 : bpf_ktime_get_ns();
 	a = rq_number(rq, RQ_AT_START);
 	bk = rq_bucket(rq);
-	e = bk && a ? rq_claim(bk, a, start) : NULL;
+	e = bk && a ? rq_claim(bk, a, start ? start : own) : NULL;
 	if (!e) {
 		/* Its bucket full of requests in flight: a latency sample lost, and said. */
 		tp_count_lost(slot);
 		return 0;
 	}
-	e->start_ns = start;
+	e->start_ns = own;
 	e->slot = slot;
 	e->gen = gen;
 	return 0;
@@ -285,9 +288,12 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 	if (error) {
 		count_bytes(st, rq->cmd_flags & REQ_OP_MASK, -(__s64)rq->__data_len);
 	} else {
-		__u64 now = bpf_ktime_get_ns();
+		/* Values, not pointers, are chosen between: the verifier wants one kind. */
+		__u64 now = bpf_ktime_get_ns(), start = rq->start_time_ns;
 
-		delta = now > delta ? now - delta : 0;
+		if (!start)
+			start = delta;
+		delta = now > start ? now - start : 0;
 		st->lat.count++;
 		st->lat.sum += delta;
 		st->lat.slots[tp_log2_slot(delta)]++;
