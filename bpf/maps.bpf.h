@@ -171,6 +171,89 @@ static __always_inline void tp_count_lost(__u32 slot)
 		gs->lost_events++;
 }
 
+/*
+ * The per-CPU stages (struct tp_stage_rec in taskprobe.h). Sized by the loader: stage_cpus
+ * entries of stage_pos, stage_cpus * stage_recs of stage_recs (stage_recs a power of two;
+ * 0: no stages, every event goes to the ring buffer).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_stage_pos);
+} stage_pos SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_stage_rec);
+} stage_recs SEC(".maps") __weak;
+
+const volatile __u32 stage_cpus __weak = 0;
+const volatile __u32 stage_nrecs __weak = 0;
+
+/* A reserved record: where, and the seq that commits it. */
+struct tp_staged {
+	struct tp_stage_rec *rec;
+	__u64 seq;
+};
+
+/*
+ * A record of this CPU's stage, or NULL when it is full (or there are none): taken by
+ * compare-and-swap of head, against a program that interrupts this one on this CPU.
+ */
+static __always_inline void *tp_stage_reserve(struct tp_staged *st)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), nrecs = stage_nrecs, idx;
+	struct tp_stage_pos *pos;
+	__u64 h;
+
+	if (!nrecs || cpu >= stage_cpus)
+		return NULL;
+	pos = bpf_map_lookup_elem(&stage_pos, &cpu);
+	if (!pos)
+		return NULL;
+	for (int i = 0; i < 4; i++) {
+		h = pos->head;
+		if (h - *(volatile __u64 *)&pos->tail >= nrecs)
+			return NULL;
+		idx = cpu * nrecs + ((__u32)h & (nrecs - 1));
+		st->rec = bpf_map_lookup_elem(&stage_recs, &idx);
+		if (!st->rec)
+			return NULL;
+		if (__sync_val_compare_and_swap(&pos->head, h, h + 1) == h) {
+			st->seq = h + 1;
+			return &st->rec->ev;
+		}
+	}
+	return NULL;
+}
+
+/* The record is complete: its seq, stored last, lets userspace read it. */
+static __always_inline void tp_stage_commit(struct tp_staged *st, __u32 size)
+{
+	st->rec->size = size;
+	/* An exchange: fully ordered (the stores above land first) on every architecture. */
+	__sync_lock_test_and_set(&st->rec->seq, st->seq);
+}
+
+/* The header every event starts with. */
+static __always_inline void tp_event_hdr_fill(struct tp_event_hdr *hdr, __u32 type,
+					      const struct tp_cgroup_info *ci,
+					      struct task_struct *t)
+{
+	hdr->type = type;
+	hdr->slot = ci->slot;
+	hdr->gen = ci->gen;
+	hdr->pid = t->pid;
+	hdr->tgid = t->tgid;
+	hdr->ppid = 0;
+	hdr->ts_ns = bpf_ktime_get_ns();
+}
+
 /* Reserve an event on the ring buffer; a failure is counted, never silent. */
 static __always_inline void *
 tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct task_struct *t)
@@ -184,13 +267,7 @@ tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct
 		tp_count_lost(ci->slot);
 		return NULL;
 	}
-	hdr->type = type;
-	hdr->slot = ci->slot;
-	hdr->gen = ci->gen;
-	hdr->pid = t->pid;
-	hdr->tgid = t->tgid;
-	hdr->ppid = 0;
-	hdr->ts_ns = bpf_ktime_get_ns();
+	tp_event_hdr_fill(hdr, type, ci, t);
 	return hdr;
 }
 

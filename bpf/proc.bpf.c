@@ -92,26 +92,10 @@ static __always_inline void read_args(struct task_struct *p, struct tp_exec_even
 		e->args_len = len;
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+/* The exec event's body, in a stage record or on the ring buffer. */
+static __always_inline void exec_fill(struct tp_exec_event *e, struct task_struct *p,
+				      struct linux_binprm *bprm, __u32 slot)
 {
-	struct tp_thread *th = tp_current_thread();
-	struct tp_proc_stats *ps;
-	struct tp_exec_event *e;
-	struct tp_cgroup_info ci;
-	__u32 slot;
-
-	if (!th)
-		return 0;
-	ci.slot = slot = th->slot;
-	ci.gen = th->gen;
-	ps = bpf_map_lookup_elem(&proc_stats, &slot);
-	if (ps && !tp_off(TP_OFF_STATS))
-		__sync_fetch_and_add(&ps->execs, 1);
-
-	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, &ci, p);
-	if (!e)
-		return 0;
 	e->hdr.ppid = p->real_parent->tgid;
 	e->runtime_ns = p->se.sum_exec_runtime;
 	e->start_ns = p->group_leader->start_time;
@@ -123,6 +107,40 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e->args_flags = 0;
 	if (capture_args[slot & (TP_MAX_TASKS_LIMIT - 1)])
 		read_args(p, e);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct tp_thread *th = tp_current_thread();
+	struct tp_proc_stats *ps;
+	struct tp_exec_event *e;
+	struct tp_cgroup_info ci;
+	struct tp_staged st;
+	__u32 slot;
+
+	if (!th)
+		return 0;
+	ci.slot = slot = th->slot;
+	ci.gen = th->gen;
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	if (ps && !tp_off(TP_OFF_STATS))
+		__sync_fetch_and_add(&ps->execs, 1);
+
+	if (tp_off(TP_OFF_RING))
+		return 0;
+	e = tp_stage_reserve(&st);
+	if (e) {
+		tp_event_hdr_fill(&e->hdr, TP_EV_EXEC, &ci, p);
+		exec_fill(e, p, bprm, slot);
+		tp_stage_commit(&st, sizeof(*e));
+		return 0;
+	}
+	/* This CPU's stage is full: the ring buffer, which wakes the reader. */
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, &ci, p);
+	if (!e)
+		return 0;
+	exec_fill(e, p, bprm, slot);
 	tp_event_submit(e);
 	return 0;
 }

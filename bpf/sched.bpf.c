@@ -65,21 +65,9 @@ int BPF_PROG(tp_sched_wakeup_new, struct task_struct *p)
  * charged, and the thread's exit event sent, dated at its exit. Once per thread, never
  * on the hot path.
  */
-static __noinline void final_switch(struct task_struct *prev)
+static __always_inline void exit_fill(struct tp_exit_event *e, struct task_struct *prev,
+				      const struct tp_thread *th)
 {
-	struct tp_cgroup_info ci;
-	struct tp_exit_event *e;
-	struct tp_thread *th;
-
-	th = tp_thread_get(prev);
-	if (!th || !th->exit_ns)
-		return;
-	tp_charge_cpu(prev, th);
-	ci.slot = th->slot;
-	ci.gen = th->gen;
-	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, &ci, prev);
-	if (!e)
-		return;
 	/* Dated at the exit it follows: a process's span ends there. */
 	e->hdr.ts_ns = th->exit_ns;
 	e->hdr.ppid = BPF_CORE_READ(prev, real_parent, tgid);
@@ -89,6 +77,34 @@ static __noinline void final_switch(struct task_struct *prev)
 	e->flags = th->exit_flags;
 	if (!tp_off(TP_OFF_COMM))
 		bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
+}
+
+static __noinline void final_switch(struct task_struct *prev)
+{
+	struct tp_cgroup_info ci;
+	struct tp_exit_event *e;
+	struct tp_thread *th;
+	struct tp_staged st;
+
+	th = tp_thread_get(prev);
+	if (!th || !th->exit_ns)
+		return;
+	tp_charge_cpu(prev, th);
+	ci.slot = th->slot;
+	ci.gen = th->gen;
+	if (tp_off(TP_OFF_RING))
+		return;
+	e = tp_stage_reserve(&st);
+	if (e) {
+		tp_event_hdr_fill(&e->hdr, TP_EV_EXIT, &ci, prev);
+		exit_fill(e, prev, th);
+		tp_stage_commit(&st, sizeof(*e));
+		return;
+	}
+	e = tp_event_reserve(sizeof(*e), TP_EV_EXIT, &ci, prev);
+	if (!e)
+		return;
+	exit_fill(e, prev, th);
 	/* The reader drains on its timer: no wakeup from inside the scheduler. */
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }

@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 10
+#define TP_ABI_VERSION 11
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
@@ -168,9 +168,10 @@ struct tp_exec_event {
 	__u64 runtime_ns;
 	__u64 start_ns; /* when the process began (its leader's start_time, CLOCK_MONOTONIC) */
 	char comm[TP_COMM_LEN];
-	char filename[TP_PATH_LEN];
+	/* Before the path: what every exec writes lies in its first two cache lines. */
 	__u32 args_len; /* bytes of args used: NUL-separated argv, argv[0] first */
 	__u32 args_flags;
+	char filename[TP_PATH_LEN];
 	char args[TP_ARGS_LEN];
 };
 
@@ -189,6 +190,34 @@ struct tp_exit_event {
 	__u32 exit_code;
 	__u32 flags;
 	char comm[TP_COMM_LEN];
+};
+
+/*
+ * The per-CPU stages of the lifecycle's events (exec, and exit from the last
+ * switch-out): each CPU has TP_STAGE_RECS fixed records in stage_recs, written by the
+ * programs on that CPU in the order of head (a compare-and-swap: a program that
+ * interrupts another on the same CPU takes the next record) and read by userspace in
+ * that order up to the first record not yet committed (seq is its index + 1 once
+ * written). Userspace advances tail. A stage that is full sends to the ring buffer
+ * instead. No lock and no shared cache line: the ring buffer's reserve and submit
+ * cost ~1 us here (docs/PERFORMANCE.md).
+ */
+struct tp_stage_pos {
+	__u64 head; /* records reserved on this CPU, all told (programs) */
+	__u64 pad0[7];
+	__u64 tail; /* records read (userspace) */
+	__u64 pad1[7];
+};
+
+struct tp_stage_rec {
+	__u64 seq;  /* index + 1 when committed */
+	__u32 size; /* bytes of the event */
+	__u32 pad;
+	union {
+		struct tp_event_hdr hdr;
+		struct tp_exec_event exec;
+		struct tp_exit_event exit;
+	} ev;
 };
 
 enum tp_note_kind {

@@ -9,6 +9,7 @@
 #include <linux/loop.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,63 @@ TEST(TIER_BPF, process_counts_exact)
 	 * switch-out (ABI 10: not a second one there); no fork events (ABI 7).
 	 */
 	ASSERT_EQ(f.events_received, 40 + 46, "events received");
+out:
+	collector__free(fx.c);
+}
+
+/* On the last CPU, execs hop, which moves to CPU 0 and exits 7. */
+static int exec_hop(void *arg)
+{
+	long last = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	char cpu0[] = "0", code[] = "7";
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET((int)last, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return 126;
+	execl((const char *)arg, "hop", cpu0, code, (char *)NULL);
+	return 127;
+}
+
+/*
+ * The stages' order (user/collector/stage.c): each process execs on the last CPU and
+ * exits on CPU 0, so its exit event sits in a stage read before its exec's. Read in
+ * stage order, the exit would end a process not yet known to have exec'd: its span
+ * would be "[hop]" and its CPU on a row of its own. Merged by time, every span is the
+ * program's, with its exit code.
+ */
+TEST(TIER_BPF, an_exec_and_exit_staged_on_two_cpus_come_in_order)
+{
+	const char *helper = tu_helper("hop");
+	struct fixture fx = { 0 };
+	struct task_figures f;
+	struct procs procs;
+	size_t good = 0;
+
+	if (!CHECK(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "two CPUs at least"))
+		return;
+	if (!fixture_open(&fx, 0))
+		goto out;
+	for (int i = 0; i < 10; i++)
+		if (!ASSERT_EQ(wait_driver(start_driver(fx.cg, exec_hop, (void *)helper), NULL), 7,
+			       "hop exited 7"))
+			goto out;
+	ASSERT_OK(final_figures(fx.c, fx.slot, fx.cg, &f), "read");
+	ASSERT_EQ(program_execs(fx.c, fx.slot, helper), 10, "execs");
+	ASSERT_OK(collector__processes(fx.c, fx.slot, tp_now_ns(), 0, &procs), "processes");
+	for (size_t i = 0; i < procs.n; i++) {
+		bool ok = !strcmp(procs.v[i].command, helper) && procs.v[i].exit == 7 &&
+			  procs.v[i].end == PROC_EXITED;
+
+		if (!ok)
+			printf("    process %u: \"%s\", exit %d\n", (unsigned)procs.v[i].pid,
+			       procs.v[i].command, procs.v[i].exit);
+		good += ok;
+	}
+	ASSERT_EQ(procs.n, 10, "ten processes");
+	ASSERT_EQ(good, 10, "each the program's, exited 7");
+	procs__fini(&procs);
 out:
 	collector__free(fx.c);
 }

@@ -199,6 +199,15 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	if (err)
 		return err;
 	k->rodata->wakeup_bytes = rb_bytes / 4;
+	c->stage_nrecs = coll__stage_size(c->ncpus, rb_bytes);
+	k->rodata->stage_cpus = (__u32)c->ncpus;
+	k->rodata->stage_nrecs = c->stage_nrecs;
+	err = bpf_map__set_max_entries(k->maps.stage_pos, (__u32)c->ncpus);
+	if (!err)
+		err = bpf_map__set_max_entries(k->maps.stage_recs,
+					       (__u32)c->ncpus * c->stage_nrecs);
+	if (err)
+		return err;
 	k->rodata->runq_hist = (c->collect & COLLECT_RUNQ) != 0;
 	drop_uncollected(c);
 	/* The exit program whose tracepoint says whether a process ended (6.16 on). */
@@ -311,11 +320,14 @@ struct collector *collector__open(const struct collector_opts *opts)
 	err = taskprobe_bpf__attach(c->skel);
 	if (err)
 		goto cleanup;
-	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), coll__handle_event, c, NULL);
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), coll__collect_event, c, NULL);
 	if (!c->rb) {
 		err = -errno;
 		goto cleanup;
 	}
+	err = coll__stage_map(c);
+	if (err)
+		goto cleanup;
 	coll__attach_host_libs(c);
 	return c;
 
@@ -332,6 +344,8 @@ void collector__free(struct collector *c)
 	if (!c->keep_pins)
 		collector__unpin(c);
 	ring_buffer__free(c->rb);
+	if (c->skel)
+		coll__stage_unmap(c);
 	for (int i = 0; c->slots && i < c->max_tasks; i++)
 		slot_reset(&c->slots[i]);
 	free(c->slots);

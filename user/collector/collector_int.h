@@ -93,9 +93,28 @@ struct lib_scan {
 	int left; /* scans still to do */
 };
 
+/* An event copied for the drain (stage.c): its time, its arrival, where its bytes are. */
+struct coll_pend_ev {
+	__u64 ts;
+	size_t ord;
+	size_t off;
+	size_t size;
+};
+
+struct coll_pending {
+	struct coll_pend_ev *v;
+	size_t n, cap;
+	char *bytes;
+	size_t used, bytes_cap;
+};
+
 struct collector {
 	struct taskprobe_bpf *skel;
 	struct ring_buffer *rb;
+	struct tp_stage_pos *stage_pos;			/* stage_pos's memory, ncpus of them */
+	const volatile struct tp_stage_rec *stage_recs; /* stage_recs's memory */
+	__u32 stage_nrecs;				/* records per CPU (0: no stages) */
+	struct coll_pending pend;			/* events of the drain under way */
 	int ncpus;
 	void *percpu_buf; /* ncpus values of the largest per-CPU map */
 	__u32 next_gen;
@@ -146,6 +165,12 @@ static inline bool coll_grow(void **arr, size_t n, size_t size)
 
 /* events.c: the ring buffer's callback, each event into its slot's aggregates. */
 int coll__handle_event(void *ctx, void *data, size_t size);
+/* stage.c */
+__u32 coll__stage_size(int ncpus, __u32 bytes);
+int coll__stage_map(struct collector *c);
+void coll__stage_unmap(struct collector *c);
+int coll__collect_event(void *ctx, void *data, size_t size);
+int coll__drain(struct collector *c);
 
 /* libraries.c */
 /* The host's library copies, probed at open. */

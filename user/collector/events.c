@@ -389,7 +389,7 @@ int collector__poll(struct collector *c, int timeout_ms)
 	 * would leave them until the buffer fills: consume reads whatever is there.
 	 */
 	if (n >= 0)
-		n = ring_buffer__consume(c->rb);
+		n = coll__drain(c);
 	if (n == -EINTR)
 		return 0;
 	return n < 0 ? n : 0;
@@ -445,7 +445,7 @@ int collector__sync(struct collector *c)
 	}
 	if (coll__refresh(c))
 		return -EIO;
-	if (ring_buffer__consume(c->rb) < 0)
+	if (coll__drain(c) < 0)
 		return -EIO;
 	/* Every CPU switched since: every thread that had exited has sent its event. */
 	coll__sweep_ended(c, ~0ULL);
