@@ -57,7 +57,7 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
 SYNTH     := $(OUT)/bench/synth-task
-FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o
+FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o $(BPFOUT)/touch.bpf.o
 EXECLOOP  := $(OUT)/bench/execloop
 HOSTCTX   := $(OUT)/bench/hostctx
 
@@ -116,6 +116,10 @@ $(HOSTCTX): scripts/bench/hostctx.c $(CORE_OBJS)
 
 # The benchmarks' dispatch floor (empty programs on the hot hooks) and exec storm.
 $(BPFOUT)/floor.bpf.o: scripts/bench/floor.bpf.c $(BPFOUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
+
+$(BPFOUT)/touch.bpf.o: scripts/bench/touch.bpf.c $(BPFOUT)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
 

@@ -25,6 +25,8 @@
 #define TP_OFF_CHARGE 0x20  /* exit: no CPU and I/O charge */
 #define TP_OFF_QUERY 0x40   /* exec: submit without the ring-buffer query */
 #define TP_OFF_STORAGE 0x80 /* exit: no storage writes (then no exit event) */
+#define TP_OFF_FILL 0x100   /* exec: a staged record with no header or body */
+#define TP_OFF_FIELDS 0x200 /* exec: a staged record with its header's clock read only */
 
 /* A function, not a macro, so that the compiler folds it without a constant-operand warning. */
 static __always_inline bool tp_off(__u32 piece)

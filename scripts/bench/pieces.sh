@@ -20,7 +20,7 @@ FLOOR=${FLOOR:-${BENCH_BIN:-$root/build/bench}/floor}
 FLOOR_OBJ=${FLOOR_OBJ:-${BENCH_BPF:-$root/build/bpf}/floor.bpf.o}
 # name:TP_OFF bits (bpf/maps.bpf.h)
 variants=(shipped:0 ring:0x01 adopt:0x02 path:0x04 comm:0x08 stats:0x10 charge:0x20
-	query:0x40 storage:0x80 all:0xff)
+	query:0x40 storage:0x80 fill:0x100 clock:0x200 all:0xff)
 if [ -n "${VARIANTS:-}" ]; then
 	keep=()
 	for v in "${variants[@]}"; do

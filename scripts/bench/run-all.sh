@@ -7,6 +7,7 @@ dir=$(dirname "$0")
 bash "$dir/bpf-cost.sh"
 UNTRACKED=1 bash "$dir/bpf-cost.sh"
 COLLECT=all bash "$dir/bpf-cost.sh"
+bash "$dir/touch.sh"
 bash "$dir/startup.sh"
 bash "$dir/storage.sh"
 bash "$dir/count.sh"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The first touch on a lifecycle hook (scripts/bench/touch.bpf.c): four programs on each
+# of fork, exec and exit, run in order for each event (empty, clock read, clock read,
+# empty), while EXECS short processes run, no collector attached. Prints ns/event of
+# each: what the first program and the first clock read pay over the same work done
+# again in the same event, which is what a collector's program on that hook pays for
+# each page it is the first to touch since the last context switch.
+#   [EXECS=3000] scripts/bench/touch.sh
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+need_root
+root=$(cd "$(dirname "$0")/../.." && pwd)
+FLOOR=${FLOOR:-${BENCH_BIN:-$root/build/bench}/floor}
+FLOOR_OBJ=${TOUCH_OBJ:-${BENCH_BPF:-$root/build/bpf}/touch.bpf.o}
+make -C "$root" -s -j"$(nproc)" build/bench/floor build/bpf/touch.bpf.o > /dev/null
+tmp=$(mktemp -d -p /var/tmp taskprobe-touch.XXXXXX)
+cleanup() {
+	stop_floor
+	sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"
+	rm -rf "$tmp"
+}
+BPF_STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled)
+trap cleanup EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
+start_floor "$tmp/fifo"
+execs=${EXECS:-3000}
+i=0
+while [ $i -lt "$execs" ]; do
+	/bin/true
+	i=$((i + 1))
+done
+bpftool prog show --json > "$tmp/progs"
+python3 - "$tmp/progs" <<'PY'
+import json, sys
+progs = {p.get("name", ""): p for p in json.load(open(sys.argv[1]))}
+what = ["first, empty", "first clock read", "second clock read", "last, empty"]
+print("%-20s %14s %14s %14s %14s" % ("hook", *what))
+for hook in ("sched_process_fork", "sched_process_exec", "sched_process_exit"):
+    row = []
+    for i in range(1, 5):
+        # bpftool shows names cut to 15 characters
+        p = next((v for k, v in progs.items() if k and ("t%d_%s" % (i, hook)).startswith(k)), None)
+        row.append("%.1f ns" % (p["run_time_ns"] / p["run_cnt"]) if p and p.get("run_cnt") else "-")
+    print("%-20s %14s %14s %14s %14s" % (hook, *row))
+PY
