@@ -242,10 +242,10 @@ static __always_inline void tp_stage_commit(struct tp_staged *st, __u32 size)
 	__sync_lock_test_and_set(&st->rec->seq, st->seq);
 }
 
-/* The header every event starts with. */
+/* The header every event starts with, dated ts. */
 static __always_inline void tp_event_hdr_fill(struct tp_event_hdr *hdr, __u32 type,
 					      const struct tp_cgroup_info *ci,
-					      struct task_struct *t)
+					      struct task_struct *t, __u64 ts)
 {
 	hdr->type = type;
 	hdr->slot = ci->slot;
@@ -253,7 +253,7 @@ static __always_inline void tp_event_hdr_fill(struct tp_event_hdr *hdr, __u32 ty
 	hdr->pid = t->pid;
 	hdr->tgid = t->tgid;
 	hdr->ppid = 0;
-	hdr->ts_ns = bpf_ktime_get_ns();
+	hdr->ts_ns = ts;
 }
 
 /* Reserve an event on the ring buffer; a failure is counted, never silent. */
@@ -269,7 +269,7 @@ tp_event_reserve(__u64 size, __u32 type, const struct tp_cgroup_info *ci, struct
 		tp_count_lost(ci->slot);
 		return NULL;
 	}
-	tp_event_hdr_fill(hdr, type, ci, t);
+	tp_event_hdr_fill(hdr, type, ci, t, bpf_ktime_get_ns());
 	return hdr;
 }
 

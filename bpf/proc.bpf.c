@@ -134,7 +134,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 		if (tp_off(TP_OFF_FIELDS))
 			e->hdr.ts_ns = bpf_ktime_get_ns();
 		if (!tp_off(TP_OFF_FILL | TP_OFF_FIELDS)) {
-			tp_event_hdr_fill(&e->hdr, TP_EV_EXEC, &ci, p);
+			tp_event_hdr_fill(&e->hdr, TP_EV_EXEC, &ci, p, bpf_ktime_get_ns());
 			exec_fill(e, p, bprm, slot);
 		}
 		tp_stage_commit(&st, sizeof(*e));

@@ -96,7 +96,8 @@ static __noinline void final_switch(struct task_struct *prev)
 		return;
 	e = tp_stage_reserve(&st);
 	if (e) {
-		tp_event_hdr_fill(&e->hdr, TP_EV_EXIT, &ci, prev);
+		/* Dated at its exit: no clock read here. */
+		tp_event_hdr_fill(&e->hdr, TP_EV_EXIT, &ci, prev, th->exit_ns);
 		exit_fill(e, prev, th);
 		tp_stage_commit(&st, sizeof(*e));
 		return;
