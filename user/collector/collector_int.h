@@ -55,7 +55,7 @@ struct proc_info {
 	/*
 	 * When its process ended (its span is in slot.done), or 0: kept a moment for its
 	 * other threads' exit events, which may come after the last one's (each is sent
-	 * at its thread's last switch-out), then dropped (coll__sweep_ended).
+	 * at its thread's last switch-out), then dropped (events.c).
 	 */
 	__u64 ended_ns;
 };
@@ -183,11 +183,6 @@ void coll__release_libs(struct collector *c);
 /* pins.c: adopting what a collector before us pinned under dir. */
 int coll__reuse_pins(struct collector *c, const char *dir);
 void coll__adopt_links(struct collector *c, const char *dir);
-/*
- * Forgets the processes that ended before cutoff_ns (all of them: ~0ULL), whose other
- * threads' exit events have come.
- */
-void coll__sweep_ended(struct collector *c, __u64 cutoff_ns);
 /* A link attached after collector__pin: pinned with the others (0 when nothing is pinned). */
 int coll__pin_late_link(struct collector *c, const char *name, struct bpf_link *l);
 

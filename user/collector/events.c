@@ -253,7 +253,7 @@ static void on_note(struct slot *s, const struct tp_note_event *e)
 /*
  * A thread's exit, sent at its last switch-out with its whole runtime: its CPU is its
  * program's. The last thread's ends its process: its span is done, and its entry is
- * kept a moment for the other threads' events still to come (coll__sweep_ended).
+ * kept a moment for the other threads' events still to come (sweep_ended).
  */
 static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 {
@@ -281,7 +281,11 @@ static void on_exit_(struct slot *s, const struct tp_exit_event *e)
 	pi->ended_ns = e->hdr.ts_ns ? e->hdr.ts_ns : 1;
 }
 
-void coll__sweep_ended(struct collector *c, __u64 cutoff_ns)
+/*
+ * Forgets the processes that ended before cutoff_ns (all of them: ~0ULL), whose other
+ * threads' exit events have come.
+ */
+static void sweep_ended(struct collector *c, __u64 cutoff_ns)
 {
 	for (int i = 0; i < c->max_tasks; i++) {
 		struct slot *s = &c->slots[i];
@@ -412,7 +416,7 @@ static void on_tick(struct loop *l, void *ctx, __u64 now)
 	collector__tick(ctx, now);
 	/* A thread's last switch-out follows its exit within microseconds: 1 s is ample. */
 	if (now > ENDED_KEEP_NS)
-		coll__sweep_ended(ctx, now - ENDED_KEEP_NS);
+		sweep_ended(ctx, now - ENDED_KEEP_NS);
 }
 
 int collector__watch(struct collector *c, struct loop *l)
@@ -448,7 +452,7 @@ int collector__sync(struct collector *c)
 	if (coll__drain(c) < 0)
 		return -EIO;
 	/* Every CPU switched since: every thread that had exited has sent its event. */
-	coll__sweep_ended(c, ~0ULL);
+	sweep_ended(c, ~0ULL);
 	return 0;
 }
 
