@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "base/util.h"
 #include "harness.h"
 #include "testutil.h"
@@ -244,6 +246,90 @@ TEST(TIER_E2E, a_daemon_upgrade_hands_its_tasks_over)
 TEST(TIER_E2E, two_restarts_in_a_row_lose_nothing)
 {
 	handover(false, 2);
+}
+
+/* Up to 20 s for path to exist. */
+static bool wait_file(const char *path)
+{
+	for (int i = 0; i < 1000 && access(path, F_OK); i++)
+		usleep(20000);
+	return !access(path, F_OK);
+}
+
+/*
+ * Injected: the daemon is killed (SIGKILL) while it ends a run's task, after the client
+ * asked for the record ("f") and before it sent it: a write lock on the store, held by
+ * the test, keeps the daemon in its store's busy wait (5 s) then. Recovered: the client
+ * waits for the next daemon as it does during the run, that one adopts the task (its
+ * description was still there), and the client gets the record from it: the command's
+ * status, its exact execs, the change of hands noted, and the task stored once.
+ */
+TEST(TIER_E2E, a_daemon_killed_while_it_ends_a_task_loses_nothing)
+{
+	const char *fs = tu_tmp("bpffs"), *go = tu_tmp("go"), *ready = tu_tmp("ready"),
+		   *done = tu_tmp("done"), *json = tu_tmp("run.json");
+	char db[4200], sock[4200], pins[4200], script[8192];
+	const struct json *rec, *faults;
+	struct tu_result r;
+	sqlite3 *h = NULL;
+	pid_t d, run;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
+	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
+	/* Four execs: sh, its /bin/true, touch, and the last touch (read is the shell's). */
+	snprintf(script, sizeof(script), "/bin/true; touch %s; read x < %s; touch %s; exit 3",
+		 ready, go, done);
+	if (!ASSERT_OK(mkfifo(go, 0600), "the command's go, a fifo") || !own_bpffs(fs, pins))
+		return;
+	d = start_daemon(db, sock, false);
+	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
+		goto out;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	run = tu_spawn_fds((char *[]){ (char *)tu_bin(), "run", "--id", "ends-twice", "--quiet",
+				       "--interval", "60000", "--json", (char *)json, "--", "sh",
+				       "-c", script, NULL },
+			   -1, STDERR_FILENO);
+	if (!ASSERT_TRUE(wait_file(ready), "the command runs"))
+		goto out;
+	if (!ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK, "open the store") ||
+	    !ASSERT_EQ(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK,
+		       "hold the store's write lock"))
+		goto out;
+	tu_write_file(go, "go");
+	if (!ASSERT_TRUE(wait_file(done), "the command ended"))
+		goto out;
+	/* Its cgroup empties, "e", "f": the daemon waits on the lock from then on. */
+	usleep(1500000);
+	kill(d, SIGKILL);
+	ASSERT_EQ(wait_status(d), 128 + SIGKILL, "the daemon was killed as it ended the task");
+	sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(h);
+	h = NULL;
+	d = start_daemon(db, sock, false);
+	if (!ASSERT_TRUE(d > 0, "the next daemon listens"))
+		goto out;
+	ASSERT_EQ(wait_status(run), 3, "the run exits with its command's status");
+	rec = tu_load_json(json);
+	if (!ASSERT_TRUE(rec != NULL, "the run wrote the record the next daemon sent"))
+		goto out;
+	faults = json_get(json_get(rec, "collector"), "faults");
+	ASSERT_STREQ(json_str(rec, "status"), "exited", "status");
+	ASSERT_EQ(tu_num(rec, "exit_status"), 3, "exit_status");
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 4, "its execs, exact");
+	CHECK(json_len(faults) == 1 && strstr(json_at(faults, 0)->str, "changed hands"),
+	      "the change of hands is noted");
+	tu_tp(&r, 30, "list", "--db", db, "--json", NULL);
+	ASSERT_EQ(json_len(tu_parse_json(r.out)), 1, "the task stored once");
+	tu_tp(&r, 30, "show", "ends-twice", "--db", db, "--json", NULL);
+	ASSERT_STREQ(json_str(tu_parse_json(r.out), "status"), "exited", "stored as exited");
+out:
+	if (h) {
+		sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(h);
+	}
+	leave_bpffs(d, fs);
 }
 
 /*

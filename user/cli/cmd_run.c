@@ -600,6 +600,8 @@ static void on_output(struct loop *l, void *ctx, int fd, uint32_t events)
 		loop__del(l, &st->out_h[i]);
 }
 
+static void on_link(struct loop *l, void *ctx, int fd, uint32_t events);
+
 /*
  * The daemon that went away is asked for again (a new one adopts the task), every
  * REATTACH_EVERY_NS until REATTACH_NS passed; the command runs on meanwhile.
@@ -621,6 +623,9 @@ static void on_reattach_tick(struct loop *l, void *ctx, __u64 now)
 		else if (st->main_done)
 			runlink__exited(&st->rl, st->wstatus, st->exec_err);
 		tp_debug("the daemon now on the socket took the task over");
+		/* Its "e" may have come with its answer: no event will say so. */
+		if (st->rl.fd >= 0)
+			on_link(l, st, st->rl.fd, 0);
 	} else if (r < 0 || now >= st->reattach_until) {
 		st->reattaching = false;
 		if (st->main_done)
@@ -931,6 +936,29 @@ static int link_daemon(struct run_state *st, const struct run_opts *o)
 	return run_fault(st, "this run embeds a collector of its own", "%s", why) ? -1 : 0;
 }
 
+/*
+ * The daemon went away as it ended the task (after "f", before its record reached us):
+ * the next one adopts the task and is asked for it, as during the run (the loop again,
+ * for the same REATTACH_NS). True once one took the task over and its cgroup is empty,
+ * or sent the record.
+ */
+static bool await_next_daemon(struct run_state *st)
+{
+	__u64 now = tp_now_ns();
+
+	if (!st->rl.closed && !st->rl.broken)
+		return false; /* stuck, not gone: its wait was waited already */
+	loop__del(&st->loop, &st->rl_h);
+	st->rl.closed = true;
+	st->rl.empty = false;
+	st->reattaching = true;
+	st->reattach_until = now + REATTACH_NS;
+	st->reattach_next = now + REATTACH_EVERY_NS;
+	if (loop__run(&st->loop))
+		return false;
+	return !st->reattaching && (st->rl.empty || runlink__has_record(&st->rl));
+}
+
 /* The record: made here, or sent by the daemon (parsed into *doc, freed by the caller). */
 static struct task_record *finish(struct run_state *st, struct task_record *t, struct json **doc)
 {
@@ -945,9 +973,20 @@ static struct task_record *finish(struct run_state *st, struct task_record *t, s
 		task_record__set_end(rec, st->wstatus, st->exec_err);
 		return rec;
 	}
-	text = runlink__finish(&st->rl);
-	if (!text)
+	while (!(text = runlink__finish(&st->rl)) && await_next_daemon(st))
+		;
+	if (!text) {
+		if (st->rl.closed || st->rl.broken)
+			tp_err("warning: the daemon went away during the task and none took it "
+			       "over in time: no record here (the next daemon stores it as "
+			       "interrupted, or has it stored already: taskprobe show %s)",
+			       st->o->id);
+		else
+			tp_err("warning: the daemon sent no record of task '%s' in %d s: no "
+			       "record here",
+			       st->o->id, RUNLINK_FINISH_S);
 		return NULL;
+	}
 	*doc = json_parse(text, strlen(text), NULL, 0);
 	if (!*doc || task_record__from_json(t, *doc)) {
 		tp_err("warning: the daemon's record of task '%s' is damaged: no record here",

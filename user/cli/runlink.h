@@ -54,7 +54,13 @@ void runlink__exited(struct runlink *rl, int wstatus, int exec_err);
 void runlink__interrupt(struct runlink *rl);
 /* Reads what the daemon sent, without waiting: empty and closed are set from it. */
 void runlink__read(struct runlink *rl);
-/* The output is drained: the record's JSON text from the daemon, or NULL (said). */
+/* How long the record is waited for once the task ended ("f" sent). */
+#define RUNLINK_FINISH_S 30
+
+/*
+ * The output is drained: the record's JSON text from the daemon, or NULL: the daemon
+ * went away before it sent it (closed or broken), or is stuck (neither; the caller says).
+ */
 const char *runlink__finish(struct runlink *rl);
 void runlink__close(struct runlink *rl);
 
