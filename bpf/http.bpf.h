@@ -58,6 +58,42 @@ struct {
 	__type(value, struct tls_read);
 } tls_reads SEC(".maps") __weak;
 
+/*
+ * TLS: a request was just written on a connection whose socket is not known yet. The
+ * thread's next TCP send (tcp_sendmsg_locked) is that socket's, if it comes within
+ * TLS_SEND_NS (a TLS write that is no TCP send leaves it stale).
+ */
+#define TLS_SEND_NS 100000000ULL
+
+struct tls_send {
+	struct tp_http_key conn;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct tls_send);
+} tls_sends SEC(".maps") __weak;
+
+/*
+ * TLS: the connection over a socket, by the socket's cookie. A socket's state change
+ * has no thread to find a TLS read by; it finds the connection here, and the read that
+ * comes to a reset finds the endpoint to count it on.
+ */
+struct tls_sock {
+	struct tp_http_key conn;
+	struct tp_endpoint_key ep; /* slot 0 and gen 0: the socket is no task's */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct tls_sock);
+} tls_socks SEC(".maps") __weak;
+
 struct scan_buf {
 	char b[HTTP_SCAN];
 };

@@ -2,8 +2,8 @@
 /*
  * Network programs: TCP connects, failures, resets, retransmits and bytes per task
  * and per endpoint; DNS from getaddrinfo() (uprobes) and from the task's packets;
- * plaintext HTTP from the task's packets (cgroup_skb); a reset that ends an HTTP
- * request before its response (TLS requests come from tls.bpf.c).
+ * plaintext HTTP from the task's packets (cgroup_skb); the socket under a TLS
+ * connection and how it ended (TLS requests come from tls.bpf.c).
  *
  * A socket is tied to its task when the task connects it (SYN_SENT, process
  * context). Later events, in softirq or timer context, find the task through the
@@ -17,6 +17,7 @@
 #include "maps.bpf.h"
 #include "bits.bpf.h"
 #include "http.bpf.h"
+#include "netcount.bpf.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -29,21 +30,6 @@
 #define ENETUNREACH 101
 #define EHOSTDOWN 112
 #define ENETDOWN 100
-#define E2BIG 7
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TP_MAX_TASKS);
-	__type(key, __u32);
-	__type(value, struct tp_net_stats);
-} net_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct tp_endpoint_key);
-	__type(value, struct tp_net_counters);
-} endpoints SEC(".maps");
 
 /* A connected socket of a task: which endpoint, and what was already charged. */
 struct tp_sock {
@@ -73,30 +59,6 @@ struct {
 	__type(key, __u64);
 	__type(value, struct dns_call);
 } dns_calls SEC(".maps");
-
-static __always_inline void add(__u64 *p, __u64 n)
-{
-	__sync_fetch_and_add(p, n);
-}
-
-/* Adds to the task's totals and to the endpoint's row (made on first use). */
-#define NET_ADD(ep, field, n)                                                                      \
-	do {                                                                                       \
-		__u32 __slot = (ep)->slot;                                                         \
-		struct tp_net_stats *__ns = bpf_map_lookup_elem(&net_stats, &__slot);              \
-		struct tp_net_counters *__c = bpf_map_lookup_elem(&endpoints, (ep));               \
-		if (__ns)                                                                          \
-			add(&__ns->tcp.field, (n));                                                \
-		if (!__c) {                                                                        \
-			struct tp_net_counters __z = {};                                           \
-			if (bpf_map_update_elem(&endpoints, (ep), &__z, BPF_NOEXIST) == -E2BIG &&  \
-			    __ns)                                                                  \
-				add(&__ns->endpoints_dropped, 1);                                  \
-			__c = bpf_map_lookup_elem(&endpoints, (ep));                               \
-		}                                                                                  \
-		if (__c)                                                                           \
-			add(&__c->field, (n));                                                     \
-	} while (0)
 
 static __always_inline struct tp_sock *sock_of(const struct sock *sk)
 {
@@ -239,9 +201,10 @@ static __always_inline void connect_done(const struct sock *sk, struct tp_sock *
  * Who ended it is the new state's: CLOSE_WAIT the server's FIN, a reset the error,
  * FIN_WAIT1 (or CLOSE without an error: a close with data unread) the client's own.
  */
-static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock *ts, int newstate)
+static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock *ts, int newstate,
+					   __u64 cookie)
 {
-	struct tp_http_key key = { .handle = bpf_get_socket_cookie((void *)sk) };
+	struct tp_http_key key = { .handle = cookie };
 	struct tp_http_conn *hc = bpf_map_lookup_elem(&http_conns, &key);
 	bool reset = sk->sk_err == ECONNRESET;
 
@@ -253,6 +216,27 @@ static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock
 	http_conn_end(hc, reset,
 		      !sk->sk_err && (newstate == TCP_FIN_WAIT1 || newstate == TCP_CLOSE));
 	bpf_map_delete_elem(&http_conns, &key);
+}
+
+/*
+ * A TLS connection's socket leaves ESTABLISHED while requests wait: its responses may
+ * still sit undecrypted in the socket, so nothing ends here. The reason is kept for
+ * the read that comes to it (tls.bpf.c, tls_read_none): a reset, or the server's FIN.
+ */
+static __always_inline void tls_sock_end(const struct sock *sk, int newstate, __u64 cookie)
+{
+	struct tls_sock *link = bpf_map_lookup_elem(&tls_socks, &cookie);
+	struct tp_http_conn *hc;
+
+	if (!link)
+		return;
+	hc = bpf_map_lookup_elem(&http_conns, &link->conn);
+	if (!hc || hc->sock != cookie || !hc->pending)
+		return;
+	if (sk->sk_err == ECONNRESET)
+		hc->sk_end = TP_SK_RESET;
+	else if (newstate == TCP_CLOSE_WAIT)
+		hc->sk_end = TP_SK_FIN;
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -274,8 +258,12 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int ne
 		return 0;
 	}
 	charge_bytes(sk, ts);
-	if (oldstate == TCP_ESTABLISHED)
-		plain_http_end(sk, ts, newstate);
+	if (oldstate == TCP_ESTABLISHED) {
+		__u64 cookie = bpf_get_socket_cookie((void *)sk);
+
+		plain_http_end(sk, ts, newstate, cookie);
+		tls_sock_end(sk, newstate, cookie);
+	}
 	return 0;
 }
 
@@ -337,41 +325,34 @@ int BPF_PROG(tp_tcp_retransmit_skb, const struct sock *sk)
 }
 
 /*
- * A reset seen by a read: the request waiting on that connection failed. TLS reads
- * are found through the thread's read in flight, plaintext ones by socket cookie.
+ * A request just written through TLS names its socket: the writing thread's next TCP
+ * send is that socket's (TCP only: the sends of other sockets never come here). Its
+ * state change then finds the connection by the socket's cookie (tls_sock_end).
  */
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(tp_sock_recv_length, struct sock *sk, int ret, int flags)
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(tp_tcp_sendmsg_locked, const struct sock *sk)
 {
-	__u64 id;
-	struct tls_read *r;
+	__u64 id = bpf_get_current_pid_tgid(), cookie;
+	struct tls_send *s = bpf_map_lookup_elem(&tls_sends, &id);
+	struct tls_sock link = {};
 	struct tp_http_conn *hc;
-	struct tp_http_key key = {};
 	struct tp_sock *ts;
+	bool fresh;
 
-	if (ret != -ECONNRESET && ret != 0)
+	if (!s)
 		return 0;
-	id = bpf_get_current_pid_tgid();
-	r = bpf_map_lookup_elem(&tls_reads, &id);
-	if (r) {
-		key = r->conn;
-	} else if (ret) {
-		key.handle = bpf_get_socket_cookie(sk);
-	} else {
-		return 0; /* a plaintext end of stream: its state change follows */
-	}
-	hc = bpf_map_lookup_elem(&http_conns, &key);
-	if (!hc || !hc->pending || !tp_slot_current(hc->slot, hc->gen))
+	link.conn = s->conn;
+	fresh = bpf_ktime_get_ns() - s->ns < TLS_SEND_NS;
+	bpf_map_delete_elem(&tls_sends, &id);
+	hc = fresh ? bpf_map_lookup_elem(&http_conns, &link.conn) : NULL;
+	if (!hc)
 		return 0;
-	if (!ret) {
-		/* Under a TLS read, the server's end of the stream: what is cut is its doing. */
-		hc->peer_end = 1;
-		return 0;
-	}
-	http_conn_end(hc, true, false);
+	cookie = bpf_get_socket_cookie((void *)sk);
 	ts = sock_of(sk);
 	if (ts)
-		NET_ADD(&ts->ep, http_resets, 1);
+		link.ep = ts->ep;
+	if (!bpf_map_update_elem(&tls_socks, &cookie, &link, BPF_ANY))
+		hc->sock = cookie;
 	return 0;
 }
 

@@ -10,12 +10,15 @@
 #include <bpf/bpf_core_read.h>
 #include "maps.bpf.h"
 #include "http.bpf.h"
+#include "netcount.bpf.h"
 
 static __always_inline int tls_write(void *handle, const void *buf, __s64 len, __u8 via)
 {
 	struct tp_cgroup_info *ci;
+	struct tp_http_conn *hc;
 	struct tp_http_key key;
 	struct scan_buf *sb;
+	__u64 id;
 	__u32 n;
 
 	if (len < 16)
@@ -29,9 +32,17 @@ static __always_inline int tls_write(void *handle, const void *buf, __s64 len, _
 	n = len < HTTP_SCAN ? (__u32)len : HTTP_SCAN;
 	if (bpf_probe_read_user(sb->b, n, buf))
 		return 0;
-	key.owner = bpf_get_current_pid_tgid() >> 32;
+	id = bpf_get_current_pid_tgid();
+	key.owner = id >> 32;
 	key.handle = (__u64)handle;
 	http_request(&key, ci, sb->b, n, via, 0);
+	/* The connection's socket is not known yet: this thread's next TCP send is it. */
+	hc = bpf_map_lookup_elem(&http_conns, &key);
+	if (hc && hc->pending && !hc->sock) {
+		struct tls_send s = { .conn = key, .ns = bpf_ktime_get_ns() };
+
+		bpf_map_update_elem(&tls_sends, &id, &s, BPF_ANY);
+	}
 	return 0;
 }
 
@@ -53,6 +64,28 @@ static __always_inline int tls_read_enter(void *handle, void *buf, void *nread_p
 	return 0;
 }
 
+/*
+ * A read that returned no data, while requests may wait: the end of the stream, or the
+ * socket's end its state change saw. A reset fails what still waits, now that every
+ * byte before it was read (the kernel gives the data first, then the reset); a FIN,
+ * or SSL_read's 0, is the server's end: what is cut is its doing.
+ */
+static __always_inline void tls_read_none(struct tp_http_conn *hc, bool eof)
+{
+	struct tls_sock *link;
+
+	if (hc->sk_end == TP_SK_RESET) {
+		link = hc->sock ? bpf_map_lookup_elem(&tls_socks, &hc->sock) : NULL;
+		if (link && link->ep.gen && hc->pending && tp_slot_current(hc->slot, hc->gen) &&
+		    tp_slot_current(link->ep.slot, link->ep.gen))
+			NET_ADD(&link->ep, http_resets, 1);
+		http_conn_end(hc, true, false);
+		hc->sk_end = TP_SK_OPEN;
+	} else if (eof || hc->sk_end == TP_SK_FIN) {
+		hc->peer_end = 1;
+	}
+}
+
 static __always_inline int tls_read_exit(__s64 ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -70,9 +103,12 @@ static __always_inline int tls_read_exit(__s64 ret)
 		n = (__u64)ret;
 	}
 	hc = bpf_map_lookup_elem(&http_conns, &r->conn);
-	/* SSL_read and gnutls_record_recv return 0 only at the end of the stream. */
-	if (hc && !r->nread_ptr && ret == 0)
-		hc->peer_end = 1;
+	/*
+	 * No data: SSL_read and gnutls_record_recv return 0 only at the end of the stream,
+	 * and below 0 on an error; SSL_read_ex returns 0 for both.
+	 */
+	if (hc && (r->nread_ptr ? ret == 0 : ret <= 0))
+		tls_read_none(hc, !r->nread_ptr && ret == 0);
 	sb = scan_buf(SCAN_UPROBE);
 	if (hc && sb && n && n < (1u << 30))
 		http_stream(hc, sb, false, (void *)r->buf, NULL, 0, (__u32)n);
@@ -91,6 +127,8 @@ static __always_inline int tls_free(void *handle)
 		return 0;
 	/* Freed before the server ended the stream: the client left what it did not read. */
 	http_conn_end(hc, false, !hc->peer_end);
+	if (hc->sock)
+		bpf_map_delete_elem(&tls_socks, &hc->sock);
 	bpf_map_delete_elem(&http_conns, &key);
 	return 0;
 }

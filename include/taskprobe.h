@@ -310,6 +310,13 @@ struct tp_http_key {
 	__u64 handle;
 };
 
+/* How a TLS connection's socket left ESTABLISHED: its next read that ends says so. */
+enum tp_sk_end {
+	TP_SK_OPEN = 0,
+	TP_SK_FIN = 1,	 /* the server's FIN: the end of its stream */
+	TP_SK_RESET = 2, /* a reset: the requests still waiting after the data before it */
+};
+
 struct tp_http_conn {
 	__u32 slot;
 	__u32 gen;
@@ -326,11 +333,12 @@ struct tp_http_conn {
 	__u8 host_cut; /* Host was longer than host[]: its end is kept */
 	__u8 peer_end; /* TLS: the server ended the stream (a read of 0): it cut what is cut */
 	__u8 headers;  /* the response's headers are whole: its status is its answer */
-	__u8 pad;
-	__u16 wpos; /* the window being walked: position and length (rsp_step) */
+	__u8 sk_end;   /* TLS: how its socket left ESTABLISHED while a request waited (TP_SK_*) */
+	__u16 wpos;    /* the window being walked: position and length (rsp_step) */
 	__u16 wlen;
 	__u32 pad2;
 	__u64 left; /* Content-Length being read, then body or chunk bytes still to come */
+	__u64 sock; /* TLS: the cookie of the socket under it, once a request was sent; or 0 */
 	char method[TP_HTTP_METHOD_LEN];
 	char host[TP_HTTP_HOST_LEN];
 };

@@ -26,6 +26,17 @@ static const struct json *endpoint(const struct json *rec, const char *address)
 	return tu_find(json_get(json_get(rec, "network"), "endpoints"), "address", address);
 }
 
+/* A counter summed over the record's endpoints. */
+static double endpoints_sum(const struct json *rec, const char *field)
+{
+	const struct json *eps = json_get(json_get(rec, "network"), "endpoints");
+	double sum = 0;
+
+	for (size_t i = 0; i < json_len(eps); i++)
+		sum += tu_num(json_at(eps, i), field);
+	return sum;
+}
+
 static double status_class(const struct json *host, const char *cls)
 {
 	return tu_num(json_get(host, "status"), cls);
@@ -474,6 +485,7 @@ TEST(TIER_E2E, dns_packets_of_a_resolver_without_glibc_name_endpoints)
 /* What the scripted server says it sent (DIR/sent.log): the figures it must give. */
 struct sent {
 	double requests, cls[6], reset, truncated, failures;
+	double cut_by_reset; /* a reset while a request waited: before its headers or its body's end */
 };
 
 static bool read_sent(const char *lab, struct sent *s)
@@ -491,6 +503,7 @@ static bool read_sent(const char *lab, struct sent *s)
 		bool failed = status >= 500 || status == 429;
 
 		s->requests++;
+		s->cut_by_reset += !strcmp(outcome, "reset") || !strcmp(name, "truncrst");
 		if (!strcmp(outcome, "reset")) {
 			s->reset++;
 			s->failures++;
@@ -592,6 +605,10 @@ TEST(TIER_E2E, http_outcomes_are_what_the_server_sent)
 		ASSERT_EQ(tu_num(h, "failures"), s.failures, "failures: 5xx, reset, truncated");
 		ASSERT_EQ(tu_metric(rec, "http.failures.truncated"), s.truncated,
 			  "http.failures.truncated");
+		/* TLS: counted when the read comes to the reset, after the data before it. */
+		CHECK(endpoints_sum(rec, "http_resets") == s.cut_by_reset,
+		      "%s: endpoints' http_resets %g, the server reset %g waiting requests", via,
+		      endpoints_sum(rec, "http_resets"), s.cut_by_reset);
 		ASSERT_EQ(status_class(h, "1xx") + status_class(h, "2xx") + status_class(h, "3xx") +
 				  status_class(h, "4xx") + status_class(h, "5xx") +
 				  status_class(h, "other") + failure_kind(h, "reset") +

@@ -52,7 +52,7 @@ _Static_assert(sizeof(struct tp_dns_event) ==
 	       "ABI: tp_dns_event");
 _Static_assert(sizeof(struct tp_http_event) == 32 + 8 + TP_HTTP_METHOD_LEN + TP_HTTP_HOST_LEN,
 	       "ABI: tp_http_event");
-_Static_assert(sizeof(struct tp_http_conn) == 48 + TP_HTTP_METHOD_LEN + TP_HTTP_HOST_LEN,
+_Static_assert(sizeof(struct tp_http_conn) == 56 + TP_HTTP_METHOD_LEN + TP_HTTP_HOST_LEN,
 	       "ABI: tp_http_conn");
 
 /* The largest per-CPU value read through percpu_buf. */
@@ -135,7 +135,7 @@ static void drop_uncollected(struct collector *c)
 		/* the packets: DNS answers of any resolver (net), plaintext HTTP (http) */
 		{ COLLECT_NET, k->progs.tp_http_egress },
 		{ COLLECT_NET, k->progs.tp_http_ingress },
-		{ COLLECT_HTTP, k->progs.tp_sock_recv_length },
+		{ COLLECT_HTTP, k->progs.tp_tcp_sendmsg_locked },
 		{ COLLECT_HTTP, k->progs.tp_ssl_write },
 		{ COLLECT_HTTP, k->progs.tp_ssl_read },
 		{ COLLECT_HTTP, k->progs.tp_ssl_read_ex },
@@ -214,6 +214,12 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tp_sched_process_exit_live
 							    : k->progs.tp_sched_process_exit,
 				  false);
+	/*
+	 * The socket under a TLS connection is learnt from tcp_sendmsg_locked (6.11 on):
+	 * before that, a reset ends a TLS request as the client's freeing the session does.
+	 */
+	if (!tp_kernel_at_least(6, 11))
+		bpf_program__set_autoload(k->progs.tp_tcp_sendmsg_locked, false);
 	/* Loaded (its maps adoptable), attached when a task needs it (collector__need_rss). */
 	bpf_program__set_autoattach(k->progs.tp_rss_stat, false);
 	if (kernel_stamps_queueing()) {
