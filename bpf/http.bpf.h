@@ -77,6 +77,15 @@ struct {
 	__type(value, struct tls_send);
 } tls_sends SEC(".maps") __weak;
 
+/* How many threads have a request in tls_sends: none, and a TCP send looks up nothing. */
+__u32 tls_sends_n __weak = 0;
+
+static __always_inline void tls_send_forget(__u64 id)
+{
+	if (!bpf_map_delete_elem(&tls_sends, &id))
+		__sync_fetch_and_sub(&tls_sends_n, 1);
+}
+
 /*
  * TLS: the connection over a socket, by the socket's cookie. A socket's state change
  * has no thread to find a TLS read by; it finds the connection here, and the read that

@@ -332,18 +332,22 @@ int BPF_PROG(tp_tcp_retransmit_skb, const struct sock *sk)
 SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(tp_tcp_sendmsg_locked, const struct sock *sk)
 {
-	__u64 id = bpf_get_current_pid_tgid(), cookie;
-	struct tls_send *s = bpf_map_lookup_elem(&tls_sends, &id);
 	struct tls_sock link = {};
 	struct tp_http_conn *hc;
+	struct tls_send *s;
 	struct tp_sock *ts;
+	__u64 id, cookie;
 	bool fresh;
 
+	if (!tls_sends_n)
+		return 0; /* no TLS request waits for its socket: every other send */
+	id = bpf_get_current_pid_tgid();
+	s = bpf_map_lookup_elem(&tls_sends, &id);
 	if (!s)
 		return 0;
 	link.conn = s->conn;
 	fresh = bpf_ktime_get_ns() - s->ns < TLS_SEND_NS;
-	bpf_map_delete_elem(&tls_sends, &id);
+	tls_send_forget(id);
 	hc = fresh ? bpf_map_lookup_elem(&http_conns, &link.conn) : NULL;
 	if (!hc)
 		return 0;

@@ -41,7 +41,10 @@ static __always_inline int tls_write(void *handle, const void *buf, __s64 len, _
 	if (hc && hc->pending && !hc->sock) {
 		struct tls_send s = { .conn = key, .ns = bpf_ktime_get_ns() };
 
-		bpf_map_update_elem(&tls_sends, &id, &s, BPF_ANY);
+		if (!bpf_map_update_elem(&tls_sends, &id, &s, BPF_NOEXIST))
+			__sync_fetch_and_add(&tls_sends_n, 1);
+		else
+			bpf_map_update_elem(&tls_sends, &id, &s, BPF_EXIST);
 	}
 	return 0;
 }
@@ -113,6 +116,9 @@ static __always_inline int tls_read_exit(__s64 ret)
 	if (hc && sb && n && n < (1u << 30))
 		http_stream(hc, sb, false, (void *)r->buf, NULL, 0, (__u32)n);
 	bpf_map_delete_elem(&tls_reads, &id);
+	/* Its request was sent, or never will be by TCP (a stale one keeps the gate open). */
+	if (tls_sends_n)
+		tls_send_forget(id);
 	return 0;
 }
 
