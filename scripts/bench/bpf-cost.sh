@@ -10,7 +10,11 @@
 # only waits): what the collector costs the rest of the host, whose events should
 # cost at most the floor plus one lookup. Each figure is the median of RUNS runs
 # (3), each with its own fresh collector.
+# FLOOR_SECOND=1 attaches the floor after the collector, in each run: on a tracepoint the
+# programs run in the order they were attached, and the first pays for warming the
+# hook's path (by default the floor is attached first, so it is the one that pays).
 #   [RUNS=N] scripts/bench/bpf-cost.sh
+#   FLOOR_SECOND=1 scripts/bench/bpf-cost.sh
 #   COLLECT=all scripts/bench/bpf-cost.sh
 #   UNTRACKED=1 scripts/bench/bpf-cost.sh
 set -euo pipefail
@@ -26,7 +30,8 @@ cleanup() {
 CLEANUP=$out
 with_bpf_stats
 trap 'cleanup; sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f "$out" "$out".*' EXIT
-start_floor "$out.fifo"
+second=${FLOOR_SECOND:-0}
+[ "$second" = 1 ] || start_floor "$out.fifo"
 workload="hackbench -g 2 -l 1000 >/dev/null 2>&1;
 	i=0; while [ \$i -lt 2000 ]; do /bin/true; i=\$((i+1)); done;
 	dd if=/dev/zero of='$out.dd' bs=64k count=2000 oflag=direct status=none;
@@ -35,7 +40,7 @@ collect=${COLLECT:-cpu,io,mem,net,http}
 runs=${RUNS:-3}
 for ((run = 0; run < runs; run++)); do
 	# The floor stays attached: its figures for this run are what it adds from here.
-	bpftool prog show --json > "$out.$run.before"
+	[ "$second" = 1 ] || bpftool prog show --json > "$out.$run.before"
 	if [ "${UNTRACKED:-0}" = 1 ]; then
 		# The workload runs beside a task that only waits, then reads the stats.
 		"$TP" run --quiet --no-db --collect "$collect" -- sh -c "
@@ -43,10 +48,25 @@ for ((run = 0; run < runs; run++)); do
 			bpftool prog show --json > '$out.$run'" &
 		task=$!
 		sleep 0.5
+		if [ "$second" = 1 ]; then
+			start_floor "$out.fifo"
+			bpftool prog show --json > "$out.$run.before"
+		fi
 		sh -c "$workload"
 		touch "$out.done"
 		wait "$task"
 		rm -f "$out.done"
+		[ "$second" = 1 ] && { stop_floor; rm -f "$out.fifo"; }
+	elif [ "$second" = 1 ]; then
+		# The task attaches the floor (after the collector), then runs the workload.
+		"$TP" run --quiet --no-db --collect "$collect" -- sh -c "
+			mkfifo '$out.fifo'; '$FLOOR' '$FLOOR_OBJ' < '$out.fifo' > '$out.ready' &
+			fl=\$!; exec 9> '$out.fifo'
+			while ! grep -q ready '$out.ready' 2> /dev/null; do sleep 0.05; done
+			bpftool prog show --json > '$out.$run.before'
+			$workload
+			bpftool prog show --json > '$out.$run'
+			exec 9>&-; wait \$fl; rm -f '$out.fifo' '$out.ready'"
 	else
 		# The task reads the stats of every program just before it ends.
 		"$TP" run --quiet --no-db --collect "$collect" -- sh -c "$workload;
