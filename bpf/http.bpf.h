@@ -71,13 +71,16 @@ struct tls_send {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64);
 	__type(value, struct tls_send);
 } tls_sends SEC(".maps") __weak;
 
-/* How many threads have a request in tls_sends: none, and a TCP send looks up nothing. */
+/*
+ * How many threads have a request in tls_sends: none, and a TCP send looks up nothing.
+ * One the LRU evicted is never taken off: the gate stays open (a lookup per send).
+ */
 __u32 tls_sends_n __weak = 0;
 
 static __always_inline void tls_send_forget(__u64 id)
@@ -94,6 +97,7 @@ static __always_inline void tls_send_forget(__u64 id)
 struct tls_sock {
 	struct tp_http_key conn;
 	struct tp_endpoint_key ep; /* slot 0 and gen 0: the socket is no task's */
+	__u64 sk;		   /* its struct tcp_sock, read only while its session reads */
 };
 
 struct {

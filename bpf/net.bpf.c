@@ -210,7 +210,7 @@ static __always_inline void plain_http_end(const struct sock *sk, struct tp_sock
 
 	if (!hc)
 		return;
-	if (reset && hc->pending)
+	if (ts && reset && hc->pending)
 		NET_ADD(&ts->ep, http_resets, 1);
 	/* A timeout (ETIMEDOUT) or any error is no close of the client's own. */
 	http_conn_end(hc, reset,
@@ -231,7 +231,8 @@ static __always_inline void tls_sock_end(const struct sock *sk, int newstate, __
 	if (!link)
 		return;
 	hc = bpf_map_lookup_elem(&http_conns, &link->conn);
-	if (!hc || hc->sock != cookie || !hc->pending)
+	/* Kept while idle too: a request a kept-alive connection sends later meets it. */
+	if (!hc || hc->sock != cookie)
 		return;
 	if (sk->sk_err == ECONNRESET)
 		hc->sk_end = TP_SK_RESET;
@@ -251,13 +252,13 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int ne
 		return 0;
 	}
 	ts = sock_of(sk);
-	if (!ts)
-		return 0;
-	if (oldstate == TCP_SYN_SENT) {
+	if (ts && oldstate == TCP_SYN_SENT) {
 		connect_done(sk, ts, newstate);
 		return 0;
 	}
-	charge_bytes(sk, ts);
+	if (ts)
+		charge_bytes(sk, ts);
+	/* HTTP also on a socket the task did not connect (no storage): its requests. */
 	if (oldstate == TCP_ESTABLISHED) {
 		__u64 cookie = bpf_get_socket_cookie((void *)sk);
 
@@ -355,6 +356,7 @@ int BPF_PROG(tp_tcp_sendmsg_locked, const struct sock *sk)
 	ts = sock_of(sk);
 	if (ts)
 		link.ep = ts->ep;
+	link.sk = (__u64)sk;
 	if (!bpf_map_update_elem(&tls_socks, &cookie, &link, BPF_ANY))
 		hc->sock = cookie;
 	return 0;

@@ -79,6 +79,17 @@ static __always_inline void tls_read_none(struct tp_http_conn *hc, bool eof)
 
 	if (hc->sk_end == TP_SK_RESET) {
 		link = hc->sock ? bpf_map_lookup_elem(&tls_socks, &hc->sock) : NULL;
+		/*
+		 * A read may return no data for want of it (a non-blocking socket) just
+		 * before the reset came: only once every byte before the reset was read
+		 * has the client come to it. The socket lives while its session reads.
+		 */
+		if (link && link->sk) {
+			struct tcp_sock *tp = (struct tcp_sock *)link->sk;
+
+			if (BPF_CORE_READ(tp, copied_seq) != BPF_CORE_READ(tp, rcv_nxt))
+				return;
+		}
 		if (link && link->ep.gen && hc->pending && tp_slot_current(hc->slot, hc->gen) &&
 		    tp_slot_current(link->ep.slot, link->ep.gen))
 			NET_ADD(&link->ep, http_resets, 1);
@@ -89,7 +100,7 @@ static __always_inline void tls_read_none(struct tp_http_conn *hc, bool eof)
 	}
 }
 
-static __always_inline int tls_read_exit(__s64 ret)
+static __always_inline int tls_read_exit(int ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct tls_read *r = bpf_map_lookup_elem(&tls_reads, &id);
@@ -173,7 +184,8 @@ int BPF_KPROBE(tp_ssl_read_ex, void *ssl, void *buf, __u64 num, __u64 *readbytes
 SEC("uretprobe")
 int BPF_KRETPROBE(tp_tls_read_ret, long ret)
 {
-	return tls_read_exit(ret);
+	/* SSL_read(_ex) return an int: the register's upper half is not theirs. */
+	return tls_read_exit((int)ret);
 }
 
 SEC("uprobe")

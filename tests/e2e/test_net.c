@@ -520,6 +520,43 @@ static bool read_sent(const char *lab, struct sent *s)
 }
 
 /*
+ * A TLS client that reads with SSL_read and stops at its first failed read, as most do
+ * on a reset (tests/helpers/sslread.c): SSL_read's -1 is an int, the register's upper
+ * half not its own. The reset before the headers, the bodies cut by a reset and by a
+ * FIN: each outcome is what the server's log says it sent.
+ */
+TEST(TIER_E2E, a_tls_client_that_stops_at_its_first_failed_read_sees_the_reset)
+{
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json");
+	char script[1024], path[600];
+	const struct json *rec, *h;
+	struct tu_result r;
+	struct sent s;
+
+	if (!lab)
+		return;
+	snprintf(path, sizeof(path), "%s/sent.log", lab);
+	unlink(path);
+	snprintf(script, sizeof(script), "$L %s edge.example.test resethdr truncrst truncfin",
+		 tu_helper("sslread"));
+	rec = run_task(lab, db, json, script, &r);
+	ASSERT_EQ(r.status, 0, "the client ran");
+	if (!rec || !ASSERT_TRUE(read_sent(lab, &s), "the server's log"))
+		return;
+	ASSERT_EQ(s.requests, 3, "the server answered the three cases");
+	h = http_host(rec, "edge.example.test");
+	if (!ASSERT_TRUE(h != NULL, "the host has a row"))
+		return;
+	ASSERT_EQ(tu_num(h, "requests"), 3, "three requests");
+	ASSERT_EQ(failure_kind(h, "reset"), s.reset, "the reset before the headers ended");
+	ASSERT_EQ(failure_kind(h, "truncated"), s.truncated, "the bodies cut by a reset and a FIN");
+	ASSERT_EQ(tu_num(h, "unanswered"), 0, "none left unanswered");
+	ASSERT_EQ(endpoints_sum(rec, "http_resets"), s.cut_by_reset,
+		  "endpoints' http_resets: the server's resets of waiting requests");
+}
+
+/*
  * Interim answers, resets before the headers end, bodies cut short (by Content-Length
  * and chunked), chunks and headers split across segments, a body until close, a
  * protocol switch followed by bytes that look like HTTP, HEAD/204/304 on a kept
