@@ -309,10 +309,15 @@ TEST(TIER_E2E, otlp_daemon_sends_and_shows_its_backlog)
 	rcv = receiver(port, dir, "");
 	if (!ASSERT_TRUE(rcv > 0, "the collector is back"))
 		return;
-	/* The shipper retries on its own, after its backoff (at most 60 s). */
+	/*
+	 * The shipper retries on its own, after its backoff (at most 60 s). A round marks
+	 * each task shipped as it goes and adds to the shipped count at its end: a scrape
+	 * between the two sees the backlog gone and nothing counted yet.
+	 */
 	for (int i = 0; i < 1400; i++) {
 		m = tu_metrics_of(hport, &r);
-		if (tu_prom_value(m, "taskprobe_otlp_backlog_tasks") == 0)
+		if (tu_prom_value(m, "taskprobe_otlp_backlog_tasks") == 0 &&
+		    tu_prom_value(m, "taskprobe_otlp_shipped_total") == 2)
 			break;
 		usleep(50000);
 	}
