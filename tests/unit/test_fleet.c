@@ -296,18 +296,18 @@ TEST(TIER_UNIT, sink_backoff_is_the_sinks_own)
 	struct store *s = store__open(tu_tmp("backoff.db"), true, (gid_t)-1);
 	const char *a = "postgresql://tp@a:5432/fleet", *b = "postgresql://tp@b:5432/fleet";
 	struct store_sink_state st;
+	__s64 tids[8];
+	sqlite3 *db;
 
 	if (!ASSERT_NOT_NULL(s, "a store"))
 		return;
 	ASSERT_OK(store__sink_name(s, STORE_Q_FLEET, a), "named before any round");
 	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "state");
 	ASSERT_TRUE(!strcmp(st.sink, a) && !st.error[0] && !st.failures, "named, no error");
-	ASSERT_OK(
-		store__sink_note(s, STORE_Q_FLEET, a, "cannot connect", 4000000000000000000ULL, 0),
-		"a failure");
-	ASSERT_OK(
-		store__sink_note(s, STORE_Q_FLEET, a, "cannot connect", 4000000000000000001ULL, 0),
-		"another");
+	ASSERT_OK(store__sink_note(s, STORE_Q_FLEET, a, "cannot connect", 4000000000000000000ULL),
+		  "a failure");
+	ASSERT_OK(store__sink_note(s, STORE_Q_FLEET, a, "cannot connect", 4000000000000000001ULL),
+		  "another");
 	ASSERT_OK(store__sink_name(s, STORE_Q_FLEET, a), "the same sink again (a reload)");
 	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "state");
 	ASSERT_EQ(st.failures, 2, "its failures kept");
@@ -319,14 +319,29 @@ TEST(TIER_UNIT, sink_backoff_is_the_sinks_own)
 	ASSERT_EQ(st.failures, 0, "no failures");
 	ASSERT_EQ(st.next_try_ns, 0, "no backoff");
 	/* The OTLP collector's shipper keeps its own state: the fleet's failures are not its. */
-	ASSERT_OK(store__sink_note(s, STORE_Q_FLEET, b, "down", 4000000000000000000ULL, 0),
-		  "fleet");
+	ASSERT_OK(store__sink_note(s, STORE_Q_FLEET, b, "down", 4000000000000000000ULL), "fleet");
 	ASSERT_OK(store__sink_name(s, STORE_Q_OTLP, "http://127.0.0.1:4318"), "an endpoint");
-	ASSERT_OK(store__sink_note(s, STORE_Q_OTLP, "http://127.0.0.1:4318", NULL, 0, 3), "3 sent");
+	/* Counted as each task is marked, in the same transaction: refusals and repeats not. */
+	ASSERT_EQ(sqlite3_open(tu_tmp("backoff.db"), &db), SQLITE_OK, "open");
+	sqlite3_exec(db,
+		     "INSERT INTO tasks (id, host, command, status, start_ns, otlp) VALUES"
+		     " ('a', 'h', '[]', 'exited', 1, 1), ('b', 'h', '[]', 'exited', 2, 1),"
+		     " ('c', 'h', '[]', 'exited', 3, 1), ('d', 'h', '[]', 'exited', 4, 1)",
+		     NULL, NULL, NULL);
+	sqlite3_close(db);
+	ASSERT_EQ(store__outbox(s, STORE_Q_OTLP, 0, tids, 8), 4, "4 wait");
+	for (int i = 0; i < 3; i++)
+		ASSERT_OK(store__outbox_done(s, STORE_Q_OTLP, tids[i], false), "sent");
+	ASSERT_OK(store__outbox_done(s, STORE_Q_OTLP, tids[0], false), "sent again: not waiting");
+	ASSERT_OK(store__outbox_done(s, STORE_Q_OTLP, tids[3], true), "refused");
+	ASSERT_OK(store__sink_note(s, STORE_Q_OTLP, "http://127.0.0.1:4318", NULL, 0), "the round");
 	ASSERT_OK(store__sink_state(s, STORE_Q_OTLP, &st), "the collector's state");
 	ASSERT_TRUE(!strcmp(st.sink, "http://127.0.0.1:4318") && !st.error[0], "its own name");
 	ASSERT_EQ(st.failures, 0, "none of the fleet's failures");
 	ASSERT_EQ(st.shipped, 3, "its own count");
+	ASSERT_EQ(st.waiting, 0, "none waits");
+	ASSERT_EQ(st.refused, 1, "one refused");
+	ASSERT_TRUE(st.shipped_ns > 0, "a time of the last shipped task");
 	ASSERT_OK(store__sink_state(s, STORE_Q_FLEET, &st), "the fleet's state");
 	ASSERT_EQ(st.shipped, 0, "not the collector's count");
 	ASSERT_EQ(st.failures, 1, "its own failure");

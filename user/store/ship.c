@@ -132,8 +132,7 @@ static int dest_send(struct dest *d, struct store *local, __s64 tid)
 static void fail_round(struct store *local, enum store_queue q, struct ship_result *res,
 		       long failures)
 {
-	store__sink_note(local, q, res->sink, res->error, tp_realtime_ns() + backoff_ns(failures),
-			 res->shipped + res->resent);
+	store__sink_note(local, q, res->sink, res->error, tp_realtime_ns() + backoff_ns(failures));
 }
 
 /* Sends what waits, a batch at a time: 0, 1 when max or the budget stopped it, or -1. */
@@ -222,8 +221,7 @@ int ship_round(struct store *local, enum store_queue q, const struct config *cfg
 	if (err < 0)
 		fail_round(local, q, res, st.failures);
 	else
-		store__sink_note(local, q, res->sink, res->refused ? res->error : NULL, 0,
-				 res->shipped + res->resent);
+		store__sink_note(local, q, res->sink, res->refused ? res->error : NULL, 0);
 	if (!store__sink_state(local, q, &st))
 		res->waiting = st.waiting;
 	/* Not retried on its own: said once, where the round ran. */

@@ -135,7 +135,10 @@ int store__outbox(struct store *s, enum store_queue q, __s64 after, __s64 *tids,
  * every task it refused waits again instead): how many, or -EIO.
  */
 int store__outbox_backfill(struct store *s, enum store_queue q, bool refused);
-/* A task is at q's destination now (or it refused the data: it waits no more). */
+/*
+ * A task is at q's destination now, counted as shipped with the time (or it refused
+ * the data: it waits no more).
+ */
 int store__outbox_done(struct store *s, enum store_queue q, __s64 tid, bool refused);
 /* An ended task's record as stored (JSON, the caller's to free): 0, -ENOENT or -EIO. */
 int store__task_record(struct store *s, __s64 tid, char **record);
@@ -164,7 +167,7 @@ int store__sink_state(struct store *s, enum store_queue q, struct store_sink_sta
  * which shippers wait (0: none, as for a task the fleet refused).
  */
 int store__sink_note(struct store *s, enum store_queue q, const char *sink, const char *error,
-		     __u64 next_try_ns, long shipped);
+		     __u64 next_try_ns);
 
 /*
  * q's configured destination, before its first round (so that doctor and /metrics show

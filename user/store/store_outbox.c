@@ -66,13 +66,30 @@ int store__outbox_backfill(struct store *s, enum store_queue q, bool refused)
 
 int store__outbox_done(struct store *s, enum store_queue q, __s64 tid, bool refused)
 {
-	char sql[96];
+	char sql[192];
+	int err;
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
+	/*
+	 * The mark and the shipper's count in one transaction: /metrics never sees a task
+	 * gone from the backlog and not yet in shipped_total.
+	 */
+	err = sqlite__exec(s, "BEGIN IMMEDIATE") ? sqlite__error(s, "starting a transaction") : 0;
 	snprintf(sql, sizeof(sql), "UPDATE tasks SET %s = ? WHERE tid = ? AND %s = 1",
 		 queues[q].col, queues[q].col);
-	return sqlite__run(s, sql, "ii", (long long)(refused ? 2 : 0), (long long)tid);
+	if (!err)
+		err = sqlite__run(s, sql, "ii", (long long)(refused ? 2 : 0), (long long)tid);
+	if (!err && !refused && sqlite3_changes(s->db) > 0) {
+		snprintf(sql, sizeof(sql), "UPDATE %s SET shipped = shipped + 1, shipped_ns = ?",
+			 queues[q].state);
+		err = sqlite__run(s, sql, "i", (long long)tp_realtime_ns());
+	}
+	if (!err && sqlite__exec(s, "COMMIT"))
+		err = sqlite__error(s, "committing a shipped task");
+	if (err)
+		sqlite__exec(s, "ROLLBACK");
+	return err;
 }
 
 int store__task_record(struct store *s, __s64 tid, char **record)
@@ -323,21 +340,21 @@ int store__sink_name(struct store *s, enum store_queue q, const char *sink)
 }
 
 int store__sink_note(struct store *s, enum store_queue q, const char *sink, const char *error,
-		     __u64 next_try_ns, long shipped)
+		     __u64 next_try_ns)
 {
 	__u64 now = tp_realtime_ns();
-	char sql[384];
+	char sql[320];
 
 	if (s->ops->read_only)
 		return -EOPNOTSUPP; /* the fleet's: written by shippers only */
-	/* An error with no retry time (a refused task) is said, without a backoff. */
+	/*
+	 * An error with no retry time (a refused task) is said, without a backoff. The
+	 * count of shipped tasks is store__outbox_done's, task by task.
+	 */
 	snprintf(sql, sizeof(sql),
 		 "UPDATE %s SET sink = ?1, error = ?2,"
 		 " error_ns = CASE WHEN ?2 IS NULL THEN error_ns ELSE ?3 END,"
-		 " shipped_ns = CASE WHEN ?5 > 0 THEN ?3 ELSE shipped_ns END,"
-		 " next_try_ns = ?4, failures = CASE WHEN ?4 > 0 THEN failures + 1 ELSE 0 END,"
-		 " shipped = shipped + ?5",
+		 " next_try_ns = ?4, failures = CASE WHEN ?4 > 0 THEN failures + 1 ELSE 0 END",
 		 queues[q].state);
-	return sqlite__run(s, sql, "ttiii", sink, error, (long long)now, (long long)next_try_ns,
-			   (long long)shipped);
+	return sqlite__run(s, sql, "ttii", sink, error, (long long)now, (long long)next_try_ns);
 }
