@@ -57,7 +57,7 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
 SYNTH     := $(OUT)/bench/synth-task
-FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o $(BPFOUT)/touch.bpf.o
+FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o $(BPFOUT)/touch.bpf.o $(BPFOUT)/touchmem.bpf.o
 EXECLOOP  := $(OUT)/bench/execloop
 HOSTCTX   := $(OUT)/bench/hostctx
 
@@ -120,6 +120,10 @@ $(BPFOUT)/floor.bpf.o: scripts/bench/floor.bpf.c $(BPFOUT)/vmlinux.h
 	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
 
 $(BPFOUT)/touch.bpf.o: scripts/bench/touch.bpf.c $(BPFOUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
+
+$(BPFOUT)/touchmem.bpf.o: scripts/bench/touchmem.bpf.c $(BPFOUT)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
 

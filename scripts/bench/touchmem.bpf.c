@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What the first touch of each kind of memory costs a program on sched_process_exec
+ * (scripts/bench/touch.sh, second table). For each exec, these programs run in this
+ * order, each touching one thing, most of them twice in a row: the first of a pair
+ * pays for the touch since the last context switch, the second for the same work with
+ * that memory at hand. The kinds are those the collector's lifecycle programs use:
+ * the clock, a global (.bss), a hash map's value, an array map's, a per-CPU array's,
+ * and the thread's task storage (made for each child at its fork, as the collector's).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+__u64 touch_bss;
+__u64 touch_data SEC(".data.touch");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, __u64);
+} touch_hash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} touch_array SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} touch_pcpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} touch_task SEC(".maps");
+
+static __always_inline int clock_read(void)
+{
+	return bpf_ktime_get_ns() == 1;
+}
+
+static __always_inline int bump(void *map)
+{
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(map, &k);
+
+	if (v)
+		(*v)++;
+	return 0;
+}
+
+static __always_inline int bump_task(void)
+{
+	__u64 *v = bpf_task_storage_get(&touch_task, bpf_get_current_task_btf(), 0, 0);
+
+	if (v)
+		(*v)++;
+	return 0;
+}
+
+/* Names: m<order>_<what>; touch.sh prints them in order. */
+#define M(n, what, body)                                                                           \
+	SEC("tp_btf/sched_process_exec")                                                           \
+	int BPF_PROG(m##n##_##what)                                                                \
+	{                                                                                          \
+		body;                                                                              \
+	}
+
+M(01, empty, return 0)
+M(02, clock, return clock_read())
+M(03, clock, return clock_read())
+M(04, bss, touch_bss++; return 0)
+M(05, bss, touch_bss++; return 0)
+M(06, hash, return bump(&touch_hash))
+M(07, hash, return bump(&touch_hash))
+M(08, array, return bump(&touch_array))
+M(09, array, return bump(&touch_array))
+M(10, pcpu, return bump(&touch_pcpu))
+M(11, pcpu, return bump(&touch_pcpu))
+M(12, task, return bump_task())
+M(13, task, return bump_task())
+M(14, data, touch_data++; return 0)
+M(15, empty, return 0)
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(m00_fork, struct task_struct *parent, struct task_struct *child)
+{
+	bpf_task_storage_get(&touch_task, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return 0;
+}
