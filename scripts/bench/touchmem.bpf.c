@@ -6,7 +6,9 @@
  * pays for the touch since the last context switch, the second for the same work with
  * that memory at hand. The kinds are those the collector's lifecycle programs use:
  * the clock, a global (.bss), a hash map's value, an array map's, a per-CPU array's,
- * and the thread's task storage (made for each child at its fork, as the collector's).
+ * the thread's task storage (made for each child at its fork, as the collector's), and
+ * a task storage the thread has none of; before it, the thread's storage pointer alone
+ * (the collector's test for an untracked thread).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -45,6 +47,14 @@ struct {
 	__type(value, __u64);
 } touch_task SEC(".maps");
 
+/* Never made for any thread: a lookup that finds none, as for an untracked thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} touch_none SEC(".maps");
+
 static __always_inline int clock_read(void)
 {
 	return bpf_ktime_get_ns() == 1;
@@ -60,9 +70,9 @@ static __always_inline int bump(void *map)
 	return 0;
 }
 
-static __always_inline int bump_task(void)
+static __always_inline int bump_task(void *map)
 {
-	__u64 *v = bpf_task_storage_get(&touch_task, bpf_get_current_task_btf(), 0, 0);
+	__u64 *v = bpf_task_storage_get(map, bpf_get_current_task_btf(), 0, 0);
 
 	if (v)
 		(*v)++;
@@ -88,10 +98,12 @@ M(08, array, return bump(&touch_array))
 M(09, array, return bump(&touch_array))
 M(10, pcpu, return bump(&touch_pcpu))
 M(11, pcpu, return bump(&touch_pcpu))
-M(12, task, return bump_task())
-M(13, task, return bump_task())
-M(14, data, touch_data++; return 0)
-M(15, empty, return 0)
+M(12, ptr, return bpf_get_current_task_btf()->bpf_storage != 0)
+M(13, none, return bump_task(&touch_none))
+M(14, task, return bump_task(&touch_task))
+M(15, task, return bump_task(&touch_task))
+M(16, data, touch_data++; return 0)
+M(17, empty, return 0)
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(m00_fork, struct task_struct *parent, struct task_struct *child)
