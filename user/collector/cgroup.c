@@ -251,17 +251,36 @@ int cgroup_v1_memory_make(const char *id, char *path, size_t len)
 	return 0;
 }
 
+/* The number a cgroup file starts with: -ENODATA when it starts with none. */
+static int parse_u64(const char *buf, __u64 *v)
+{
+	char *end;
+
+	*v = strtoull(buf, &end, 10);
+	return end == buf ? -ENODATA : 0;
+}
+
 int cgroup_read_u64(const char *path, const char *file, __u64 *v)
 {
-	char full[PATH_MAX], buf[64], *end;
+	char full[PATH_MAX], buf[64];
 	ssize_t n;
 
 	snprintf(full, sizeof(full), "%s/%s", path, file);
 	n = tp_read_file(full, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
-	*v = strtoull(buf, &end, 10);
-	return end == buf ? -ENODATA : 0;
+	return parse_u64(buf, v);
+}
+
+int cgroup_read_fd_u64(int fd, __u64 *v)
+{
+	char buf[64];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return parse_u64(buf, v);
 }
 
 int cgroup_lock_task(const char *path, bool exclusive)

@@ -50,6 +50,8 @@ int cgroup_remove_task(const char *path);
 int cgroup_read_cpu_stat(const char *path, struct cg_cpu_stat *st);
 /* A file holding one number (memory.peak); -ENOENT where the controller is off. */
 int cgroup_read_u64(const char *path, const char *file, __u64 *v);
+/* The same from a cgroup file held open, read from its start. */
+int cgroup_read_fd_u64(int fd, __u64 *v);
 /* 1 if any process is in the subtree, 0 if none, or -errno. */
 int cgroup_populated(const char *path);
 /* Processes in the subtree (threads not counted). */

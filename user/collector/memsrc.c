@@ -11,19 +11,6 @@
 #include "collector/cgroup.h"
 #include "collector/memsrc.h"
 
-/* One number from an open cgroup file, read from its start. */
-static int read_fd_u64(int fd, __u64 *v)
-{
-	char buf[64], *end;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	*v = strtoull(buf, &end, 10);
-	return end == buf ? -ENODATA : 0;
-}
-
 /* memory.peak opened for reading and for resets of its own: -errno where it takes none. */
 static int open_v2_peak(const char *cgroup)
 {
@@ -42,7 +29,7 @@ static int open_v2_peak(const char *cgroup)
 		close(fd);
 		return err ? err : -EIO;
 	}
-	err = read_fd_u64(fd, &v);
+	err = cgroup_read_fd_u64(fd, &v);
 	if (err) {
 		close(fd);
 		return err;
@@ -98,7 +85,7 @@ int memsrc__take_peak(struct memsrc *m, __u64 *bytes)
 
 	switch (m->kind) {
 	case MEMSRC_V2:
-		err = read_fd_u64(m->peak_fd, bytes);
+		err = cgroup_read_fd_u64(m->peak_fd, bytes);
 		if (!err && pwrite(m->peak_fd, "reset\n", 6, 0) != 6)
 			err = -errno;
 		return err;
