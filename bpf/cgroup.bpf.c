@@ -56,7 +56,7 @@ int BPF_PROG(tp_cgroup_rmdir, struct cgroup *cgrp, const char *path)
 static __always_inline void left_task(struct task_struct *task, struct tp_thread *th)
 {
 	struct tp_cgroup_info ci = { .slot = th->slot, .gen = th->gen };
-	struct tp_proc_stats *ps = tp_slot_proc(ci.slot);
+	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &ci.slot);
 	struct tp_exit_event *e;
 
 	if (ps)

@@ -21,7 +21,7 @@
 #define TP_OFF_ADOPT 0x02   /* fork: no task storage for the child */
 #define TP_OFF_PATH 0x04    /* exec: no filename copy */
 #define TP_OFF_COMM 0x08    /* exec and exit events: no comm copy */
-#define TP_OFF_STATS 0x10   /* fork, exec, exit: no slot_state counters */
+#define TP_OFF_STATS 0x10   /* fork, exec, exit: no proc_stats counters */
 #define TP_OFF_CHARGE 0x20  /* exit: no CPU and I/O charge */
 #define TP_OFF_QUERY 0x40   /* exec: submit without the ring-buffer query */
 #define TP_OFF_STORAGE 0x80 /* exit: no storage writes (then no exit event) */
@@ -49,25 +49,12 @@ struct {
 	__type(value, struct tp_cpu_stats);
 } cpu_stats SEC(".maps") __weak;
 
-/*
- * Each slot's gen, argv switch and process figures (struct tp_slot_state): mapped, so
- * that userspace sets gen and capture_args in place while the counters run.
- */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, TP_MAX_TASKS);
 	__type(key, __u32);
-	__type(value, struct tp_slot_state);
-} slot_state SEC(".maps") __weak;
-
-/* The slot's process figures, or NULL. */
-static __always_inline struct tp_proc_stats *tp_slot_proc(__u32 slot)
-{
-	struct tp_slot_state *ss = bpf_map_lookup_elem(&slot_state, &slot);
-
-	return ss ? &ss->proc : NULL;
-}
+	__type(value, struct tp_proc_stats);
+} proc_stats SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -113,6 +100,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 21);
 } events SEC(".maps") __weak;
+
+/* Which use of each slot is current (0: free); stale thread state is ignored by it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_MAX_TASKS);
+	__type(key, __u32);
+	__type(value, __u32);
+} slot_gen SEC(".maps") __weak;
 
 /*
  * Per-thread state of threads that belong to a task. Its presence is what marks a
@@ -167,7 +162,7 @@ static __always_inline __u64 tp_run_delay(struct task_struct *t)
 
 static __always_inline void tp_count_lost(__u32 slot)
 {
-	struct tp_proc_stats *ps = tp_slot_proc(slot);
+	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	struct tp_global_stats *gs;
 	__u32 zero = 0;
 
@@ -296,7 +291,7 @@ static __always_inline void tp_raise_max(__s64 *max, __s64 n)
 /* Processes alive in a task, and the most at once. */
 static __always_inline void tp_alive_add(__u32 slot, __s64 d)
 {
-	struct tp_proc_stats *ps = tp_slot_proc(slot);
+	struct tp_proc_stats *ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	__s64 n;
 
 	if (!ps)
@@ -308,17 +303,22 @@ static __always_inline void tp_alive_add(__u32 slot, __s64 d)
 /* Is gen still the current use of slot? */
 static __always_inline bool tp_slot_current(__u32 slot, __u32 gen)
 {
-	struct tp_slot_state *ss = bpf_map_lookup_elem(&slot_state, &slot);
+	__u32 *g = bpf_map_lookup_elem(&slot_gen, &slot);
 
-	return ss && ss->gen == gen;
+	return g && *g == gen;
 }
 
 /* The thread's state if it belongs to a task whose slot is still in use. */
 static __always_inline struct tp_thread *tp_thread_get(struct task_struct *t)
 {
 	struct tp_thread *th = bpf_task_storage_get(&threads, t, 0, 0);
+	__u32 slot, *gen;
 
-	return th && tp_slot_current(th->slot, th->gen) ? th : NULL;
+	if (!th)
+		return NULL;
+	slot = th->slot;
+	gen = bpf_map_lookup_elem(&slot_gen, &slot);
+	return gen && *gen == th->gen ? th : NULL;
 }
 
 /*

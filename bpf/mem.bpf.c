@@ -68,7 +68,7 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 	struct tp_cgroup_info *ci;
 	struct task_struct *owner;
 	struct tp_mm *m, fresh = {};
-	__u32 idx = (__u32)member, slot;
+	__u32 idx = (__u32)member, slot, *gen;
 	__s64 pages, old, delta;
 
 	if (idx >= NR_MM_COUNTERS || idx == MM_SWAPENTS)
@@ -98,7 +98,8 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 			return 0;
 	}
 	slot = m->slot;
-	if (!tp_slot_current(slot, m->gen)) {
+	gen = bpf_map_lookup_elem(&slot_gen, &slot);
+	if (!gen || *gen != m->gen) {
 		/* Its task is over (or the address belongs to a new mm of no task). */
 		bpf_map_delete_elem(&mms, &key);
 		return 0;

@@ -12,6 +12,11 @@
  * an IPI, which cost microseconds on virtual machines (docs/PERFORMANCE.md).
  */
 const volatile __u64 wakeup_bytes = 0;
+/*
+ * Slots whose exec rules need argv (collector__capture_args): set and cleared while
+ * the collector runs, so that only those tasks' execs pay for the copy.
+ */
+__u8 capture_args[TP_MAX_TASKS_LIMIT];
 
 static __always_inline void tp_event_submit(void *e)
 {
@@ -53,7 +58,7 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 	/* Threads too: CPU time is charged per thread. */
 	if (!tp_off(TP_OFF_ADOPT))
 		tp_thread_adopt(child, ci);
-	ps = tp_slot_proc(slot);
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	if (!ps || tp_off(TP_OFF_STATS))
 		return 0;
 	if (child->pid != child->tgid) {
@@ -89,7 +94,7 @@ static __always_inline void read_args(struct task_struct *p, struct tp_exec_even
 
 /* The exec event's body, in a stage record or on the ring buffer. */
 static __always_inline void exec_fill(struct tp_exec_event *e, struct task_struct *p,
-				      struct linux_binprm *bprm, const struct tp_slot_state *ss)
+				      struct linux_binprm *bprm, __u32 slot)
 {
 	e->hdr.ppid = p->real_parent->tgid;
 	e->runtime_ns = p->se.sum_exec_runtime;
@@ -100,11 +105,7 @@ static __always_inline void exec_fill(struct tp_exec_event *e, struct task_struc
 		bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 	e->args_len = 0;
 	e->args_flags = 0;
-	/*
-	 * Set and cleared by userspace while the collector runs (collector__capture_args),
-	 * so that only the execs of tasks whose rules read argv pay for the copy.
-	 */
-	if (ss && ss->capture_args)
+	if (capture_args[slot & (TP_MAX_TASKS_LIMIT - 1)])
 		read_args(p, e);
 }
 
@@ -112,8 +113,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct tp_thread *th = tp_current_thread();
+	struct tp_proc_stats *ps;
 	struct tp_exec_event *e;
-	struct tp_slot_state *ss;
 	struct tp_cgroup_info ci;
 	struct tp_staged st;
 	__u32 slot;
@@ -122,10 +123,9 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 		return 0;
 	ci.slot = slot = th->slot;
 	ci.gen = th->gen;
-	/* The line tp_current_thread just read for gen: the counter and the argv switch. */
-	ss = bpf_map_lookup_elem(&slot_state, &slot);
-	if (ss && !tp_off(TP_OFF_STATS))
-		__sync_fetch_and_add(&ss->proc.execs, 1);
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
+	if (ps && !tp_off(TP_OFF_STATS))
+		__sync_fetch_and_add(&ps->execs, 1);
 
 	if (tp_off(TP_OFF_RING))
 		return 0;
@@ -135,7 +135,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 			e->hdr.ts_ns = bpf_ktime_get_ns();
 		if (!tp_off(TP_OFF_FILL | TP_OFF_FIELDS)) {
 			tp_event_hdr_fill(&e->hdr, TP_EV_EXEC, &ci, p, bpf_ktime_get_ns());
-			exec_fill(e, p, bprm, ss);
+			exec_fill(e, p, bprm, slot);
 		}
 		tp_stage_commit(&st, sizeof(*e));
 		return 0;
@@ -144,7 +144,7 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	e = tp_event_reserve(sizeof(*e), TP_EV_EXEC, &ci, p);
 	if (!e)
 		return 0;
-	exec_fill(e, p, bprm, ss);
+	exec_fill(e, p, bprm, slot);
 	tp_event_submit(e);
 	return 0;
 }
@@ -163,7 +163,7 @@ static __always_inline int process_exit(struct task_struct *p, bool group_dead)
 	if (!th)
 		return 0;
 	slot = th->slot;
-	ps = tp_slot_proc(slot);
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	/* The rest of its CPU time is charged at its last switch-out (sched.bpf.c). */
 	if (!tp_off(TP_OFF_CHARGE)) {
 		tp_charge_cpu(p, th);
@@ -215,7 +215,7 @@ int BPF_KRETPROBE(tp_execve_ret, int ret)
 	if (!ci || ret >= 0)
 		return 0;
 	slot = ci->slot;
-	ps = tp_slot_proc(slot);
+	ps = bpf_map_lookup_elem(&proc_stats, &slot);
 	if (ps)
 		__sync_fetch_and_add(&ps->exec_failures, 1);
 	return 0;

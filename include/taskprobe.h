@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 12
+#define TP_ABI_VERSION 11
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
@@ -47,11 +47,7 @@ struct tp_cpu_stats {
 	struct tp_hist runq; /* each wait from wakeup to switch-in */
 };
 
-/*
- * Per-slot process figures, shared by all CPUs and updated atomically. Those a
- * process's fork, exec and exit touch come first: in tp_slot_state they share its
- * first cache line with the slot's gen.
- */
+/* Per-slot process figures, shared by all CPUs and updated atomically. */
 struct tp_proc_stats {
 	__u64 forks;
 	__u64 execs;
@@ -59,25 +55,10 @@ struct tp_proc_stats {
 	__u64 failed_exits;
 	__s64 alive;
 	__s64 max_alive;
-	__u64 threads;
 	__u64 lost_events;
+	__u64 threads;
 	__u64 exec_failures; /* execve calls that returned (libc's execve: ENOENT, EACCES, ...) */
 	__u64 left_task;     /* processes moved out of the task's cgroup while alive */
-};
-
-/*
- * A slot's state as the lifecycle programs read and count it, in one value of the
- * mapped array slot_state (page-aligned, so each slot has two cache lines of its own):
- * which use of the slot is current, whether its execs' argv is copied, and its
- * process figures. A fork, an exec or an exit touches its first line only. Userspace
- * writes gen and capture_args through the mapping (ABI 12; before, they were two
- * maps of their own, two more lines an event: docs/PERFORMANCE.md).
- */
-struct tp_slot_state {
-	__u32 gen;	    /* which use of the slot is current (0: free) */
-	__u32 capture_args; /* non-zero: its exec rules read argv, which exec copies */
-	struct tp_proc_stats proc;
-	__u64 pad[5];
 };
 
 /* Per-CPU, per-slot block-layer figures, charged to the task that submitted the I/O. */

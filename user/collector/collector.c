@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -38,7 +37,6 @@ _Static_assert(sizeof(struct tp_exec_event) ==
 _Static_assert(sizeof(struct tp_exit_event) == 32 + 24 + TP_COMM_LEN, "ABI: tp_exit_event");
 _Static_assert(sizeof(struct tp_cpu_stats) == (4 + TP_HIST_SLOTS) * 8, "ABI: tp_cpu_stats");
 _Static_assert(sizeof(struct tp_proc_stats) == 10 * 8, "ABI: tp_proc_stats");
-_Static_assert(sizeof(struct tp_slot_state) == 128, "ABI: tp_slot_state: two cache lines");
 _Static_assert(sizeof(struct tp_io_stats) == (7 + TP_HIST_SLOTS) * 8, "ABI: tp_io_stats");
 _Static_assert(sizeof(struct tp_ioac_stats) == 5 * 8, "ABI: tp_ioac_stats");
 _Static_assert(sizeof(struct tp_mem_stats) == 3 * 8, "ABI: tp_mem_stats");
@@ -96,10 +94,10 @@ static void slot_reset(struct slot *s)
 /* The maps indexed by slot get max_tasks entries: the slot table's size is the config's. */
 static int size_slot_maps(struct collector *c)
 {
-	struct bpf_map *maps[] = { c->skel->maps.cpu_stats, c->skel->maps.slot_state,
+	struct bpf_map *maps[] = { c->skel->maps.cpu_stats, c->skel->maps.proc_stats,
 				   c->skel->maps.io_stats,  c->skel->maps.ioac_stats,
 				   c->skel->maps.mem_stats, c->skel->maps.phase_peak,
-				   c->skel->maps.net_stats };
+				   c->skel->maps.slot_gen,  c->skel->maps.net_stats };
 
 	for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
 		int err = bpf_map__set_max_entries(maps[i], (__u32)c->max_tasks);
@@ -157,7 +155,7 @@ int collector__capture_args(struct collector *c, int slot, bool on)
 {
 	if (!coll__slot_ok(c, slot))
 		return -EINVAL;
-	__atomic_store_n(&c->slot_state[slot].capture_args, on, __ATOMIC_RELAXED);
+	c->skel->bss->capture_args[slot] = on;
 	return 0;
 }
 
@@ -336,14 +334,6 @@ struct collector *collector__open(const struct collector_opts *opts)
 	err = coll__stage_map(c);
 	if (err)
 		goto cleanup;
-	c->slot_state =
-		mmap(NULL, coll__map_bytes(c->skel->maps.slot_state), PROT_READ | PROT_WRITE,
-		     MAP_SHARED, bpf_map__fd(c->skel->maps.slot_state), 0);
-	if (c->slot_state == MAP_FAILED) {
-		err = -errno;
-		c->slot_state = NULL;
-		goto cleanup;
-	}
 	coll__attach_host_libs(c);
 	return c;
 
@@ -362,8 +352,6 @@ void collector__free(struct collector *c)
 	ring_buffer__free(c->rb);
 	if (c->skel)
 		coll__stage_unmap(c);
-	if (c->slot_state)
-		munmap(c->slot_state, coll__map_bytes(c->skel->maps.slot_state));
 	for (int i = 0; c->slots && i < c->max_tasks; i++)
 		slot_reset(&c->slots[i]);
 	free(c->slots);
@@ -376,12 +364,12 @@ void collector__free(struct collector *c)
 static int zero_slot_maps(struct collector *c, __u32 slot)
 {
 	struct bpf_map *percpu[] = { c->skel->maps.cpu_stats, c->skel->maps.io_stats };
-	struct bpf_map *shared[] = { c->skel->maps.slot_state, c->skel->maps.ioac_stats,
+	struct bpf_map *shared[] = { c->skel->maps.proc_stats, c->skel->maps.ioac_stats,
 				     c->skel->maps.mem_stats, c->skel->maps.phase_peak,
 				     c->skel->maps.net_stats };
 	char zero[sizeof(struct tp_net_stats)] = { 0 };
 
-	_Static_assert(sizeof(struct tp_net_stats) >= sizeof(struct tp_slot_state) &&
+	_Static_assert(sizeof(struct tp_net_stats) >= sizeof(struct tp_proc_stats) &&
 			       sizeof(struct tp_net_stats) >= sizeof(struct tp_ioac_stats) &&
 			       sizeof(struct tp_net_stats) >= sizeof(struct tp_mem_stats),
 		       "zero buffer too small");
@@ -452,7 +440,7 @@ static void attach_skb(struct collector *c, struct slot *s, const char *path)
 int collector__track(struct collector *c, const char *path)
 {
 	struct tp_cgroup_info ci;
-	struct tp_slot_state ss = { 0 };
+	struct tp_proc_stats ps = { 0 };
 	struct slot *s = NULL;
 	int slot, err, procs;
 
@@ -476,8 +464,8 @@ int collector__track(struct collector *c, const char *path)
 	/* Processes already there are alive; ones forked later are counted by BPF. */
 	procs = cgroup_count_procs(path);
 	if (procs > 0) {
-		ss.proc.alive = ss.proc.max_alive = procs;
-		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_state), &slot, &ss, 0)) {
+		ps.alive = ps.max_alive = procs;
+		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.proc_stats), &slot, &ps, 0)) {
 			err = -errno;
 			goto fail;
 		}
@@ -486,8 +474,11 @@ int collector__track(struct collector *c, const char *path)
 	s->gen = ++c->next_gen ? c->next_gen : ++c->next_gen; /* 0 means free */
 	ci.slot = (__u32)slot;
 	ci.gen = s->gen;
-	/* Its counters are zero now: from here BPF counts the slot's threads. */
-	__atomic_store_n(&c->slot_state[slot].gen, s->gen, __ATOMIC_RELEASE);
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &s->gen, 0)) {
+		err = -errno;
+		collector__untrack(c, slot);
+		return err;
+	}
 	err = add_cgroup_tree(c, path, &ci, 0);
 	if (err) {
 		collector__untrack(c, slot);
@@ -513,8 +504,7 @@ int collector__retrack(struct collector *c, int slot, const char *path)
 	if (!c || slot < 0 || slot >= c->max_tasks || c->slots[slot].used)
 		return -EINVAL;
 	/* Freed by the collector before us (its task ended): nothing to adopt there. */
-	gen = __atomic_load_n(&c->slot_state[slot].gen, __ATOMIC_ACQUIRE);
-	if (!gen)
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &gen) || !gen)
 		return -ENOENT;
 	s = &c->slots[slot];
 	memset(s, 0, sizeof(*s));
@@ -536,6 +526,7 @@ int collector__retrack(struct collector *c, int slot, const char *path)
 int collector__untrack(struct collector *c, int slot)
 {
 	struct tp_cgroup_info ci;
+	__u32 free_gen = 0;
 	__u64 key, next;
 	int fd, err;
 
@@ -543,8 +534,8 @@ int collector__untrack(struct collector *c, int slot)
 		return -EINVAL;
 	fd = bpf_map__fd(c->skel->maps.cgroups);
 	/* Threads still holding this slot (kept leftovers) stop counting at once. */
-	__atomic_store_n(&c->slot_state[slot].gen, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&c->slot_state[slot].capture_args, 0, __ATOMIC_RELAXED);
+	bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_gen), &slot, &free_gen, 0);
+	c->skel->bss->capture_args[slot] = 0;
 	/* Collect first: deleting while walking would restart the walk. */
 	for (;;) {
 		bool found = false;

@@ -113,7 +113,6 @@ struct collector {
 	struct ring_buffer *rb;
 	struct tp_stage_pos *stage_pos;			/* stage_pos's memory, ncpus of them */
 	const volatile struct tp_stage_rec *stage_recs; /* stage_recs's memory */
-	struct tp_slot_state *slot_state;		/* slot_state's memory, max_tasks of them */
 	__u32 stage_nrecs;				/* records per CPU (0: no stages) */
 	struct coll_pending pend;			/* events of the drain under way */
 	int ncpus;
@@ -140,10 +139,6 @@ struct collector {
 	bool keep_pins;	     /* freed without unpinning: the next daemon adopts them */
 	char adopt_why[256]; /* why they could not be adopted, or "" */
 };
-
-struct bpf_map;
-/* The bytes a mapped array map takes: its values, each 8-aligned, in whole pages. */
-size_t coll__map_bytes(const struct bpf_map *m);
 
 /* A slot of a task tracked now; none without a collector (no BPF: c is NULL). */
 static inline bool coll__slot_ok(const struct collector *c, int slot)

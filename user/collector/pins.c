@@ -23,7 +23,7 @@ static int pin_path(char *buf, size_t len, const char *dir, const char *kind, co
 	return (size_t)snprintf(buf, len, "%s/%s/%s", dir, kind, name) < len ? 0 : -ENAMETOOLONG;
 }
 
-/* The .bss map: the globals old and new programs share (tls_sends_n, http.bpf.h). */
+/* The .bss map: the per-slot switches (capture_args) old and new programs share. */
 static bool is_bss(const struct bpf_map *m)
 {
 	const char *n = bpf_map__name(m);

@@ -67,7 +67,6 @@ static int sum_percpu(struct collector *c, struct bpf_map *map, __u32 key, void 
 
 int collector__read(struct collector *c, int slot, struct task_figures *out)
 {
-	struct tp_slot_state ss;
 	struct tp_net_stats ns;
 	__u32 key = (__u32)slot;
 	int fd;
@@ -80,10 +79,9 @@ int collector__read(struct collector *c, int slot, struct task_figures *out)
 	if (sum_percpu(c, c->skel->maps.cpu_stats, key, &out->cpu, sizeof(out->cpu)) ||
 	    sum_percpu(c, c->skel->maps.io_stats, key, &out->io, sizeof(out->io)))
 		return -errno;
-	fd = bpf_map__fd(c->skel->maps.slot_state);
-	if (bpf_map_lookup_elem(fd, &key, &ss))
+	fd = bpf_map__fd(c->skel->maps.proc_stats);
+	if (bpf_map_lookup_elem(fd, &key, &out->proc))
 		return -errno;
-	out->proc = ss.proc;
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.ioac_stats), &key, &out->ioac))
 		return -errno;
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.mem_stats), &key, &out->mem))

@@ -41,7 +41,7 @@ __u32 coll__stage_size(int ncpus, __u32 bytes)
 	return n < STAGE_RECS_MIN ? STAGE_RECS_MIN : n;
 }
 
-size_t coll__map_bytes(const struct bpf_map *m)
+static size_t map_bytes(const struct bpf_map *m)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t n = (((size_t)bpf_map__value_size(m) + 7) & ~(size_t)7) * bpf_map__max_entries(m);
@@ -54,15 +54,14 @@ int coll__stage_map(struct collector *c)
 	struct bpf_map *pos = c->skel->maps.stage_pos, *recs = c->skel->maps.stage_recs;
 	void *p, *r;
 
-	p = mmap(NULL, coll__map_bytes(pos), PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(pos),
-		 0);
+	p = mmap(NULL, map_bytes(pos), PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(pos), 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	r = mmap(NULL, coll__map_bytes(recs), PROT_READ, MAP_SHARED, bpf_map__fd(recs), 0);
+	r = mmap(NULL, map_bytes(recs), PROT_READ, MAP_SHARED, bpf_map__fd(recs), 0);
 	if (r == MAP_FAILED) {
 		int err = -errno;
 
-		munmap(p, coll__map_bytes(pos));
+		munmap(p, map_bytes(pos));
 		return err;
 	}
 	c->stage_pos = p;
@@ -73,9 +72,9 @@ int coll__stage_map(struct collector *c)
 void coll__stage_unmap(struct collector *c)
 {
 	if (c->stage_pos)
-		munmap(c->stage_pos, coll__map_bytes(c->skel->maps.stage_pos));
+		munmap(c->stage_pos, map_bytes(c->skel->maps.stage_pos));
 	if (c->stage_recs)
-		munmap((void *)c->stage_recs, coll__map_bytes(c->skel->maps.stage_recs));
+		munmap((void *)c->stage_recs, map_bytes(c->skel->maps.stage_recs));
 	c->stage_pos = NULL;
 	c->stage_recs = NULL;
 	free(c->pend.v);
