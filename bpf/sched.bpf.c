@@ -32,8 +32,6 @@ char LICENSE[] SEC("license") = "GPL";
  * programs stamp threads themselves.
  */
 const volatile bool use_sched_info = false;
-/* Set by the loader when the run-queue histogram is collected (collect runq). */
-const volatile bool runq_hist = false;
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
@@ -112,13 +110,26 @@ static __noinline void final_switch(struct task_struct *prev)
 
 /*
  * Every context switch of the host runs this, so it returns at once unless the
- * outgoing thread is dead (its last slice, above) or the run-queue histogram is
- * collected (collect runq): one compare of an argument, no load. With the histogram,
- * each wait of a task's thread, wakeup or preemption to running, is taken at its
- * switch-in; untracked threads cost one load of next->bpf_storage.
+ * outgoing thread is dead (its last slice, above): one compare of an argument, no
+ * load. The loader attaches it or, when the run-queue histogram is collected,
+ * tp_sched_switch_runq below: a switch of the host then reads no switch either.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	if (prev_state == TASK_DEAD && prev->bpf_storage)
+		final_switch(prev);
+	return 0;
+}
+
+/*
+ * The same with the run-queue histogram (collect runq): each wait of a task's thread,
+ * wakeup or preemption to running, is taken at its switch-in; untracked threads cost
+ * one load of next->bpf_storage.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_sched_switch_runq, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	struct tp_cpu_stats *cs;
@@ -128,8 +139,6 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	if (prev_state == TASK_DEAD && prev->bpf_storage)
 		final_switch(prev);
-	if (!runq_hist)
-		return 0;
 	/* Preempted, still runnable: its wait for the CPU starts now. */
 	if (!use_sched_info && prev_state == TASK_RUNNING && prev->bpf_storage) {
 		th = tp_thread_get(prev);

@@ -461,6 +461,66 @@ out:
 }
 
 /*
+ * The switch program is one of two (with the run-queue histogram or without), chosen by
+ * the config. A daemon whose config collects runq, after one that did not (killed),
+ * adopts the switch program running, under the one pin name they share: no second
+ * switch program is attached beside it (two would send a dead thread's exit event
+ * twice). Injected: kill -9 of the first daemon, a config change. Recovered: the
+ * task's execs and exits, exact, with the adopted program.
+ */
+TEST(TIER_E2E, a_daemon_collecting_runq_adopts_the_running_switch_program)
+{
+	const char *fs = tu_tmp("bpffs"), *conf = tu_tmp("runq.conf"), *json = tu_tmp("r.json");
+	char db[4200], sock[4200], pins[4200], cg[4096], sock_opt[4200], conf_opt[4200];
+	char path[4400];
+	struct tu_result r;
+	pid_t d;
+
+	snprintf(db, sizeof(db), "%s", tu_tmp("d.db"));
+	snprintf(sock, sizeof(sock), "%s", tu_tmp("control.sock"));
+	snprintf(pins, sizeof(pins), "%s/taskprobe", fs);
+	if (!own_bpffs(fs, pins) || !ASSERT_OK(tu_cgroup_make(cg, sizeof(cg)), "a worker's cgroup"))
+		return;
+	d = start_daemon(db, sock, false);
+	if (!ASSERT_TRUE(d > 0, "the first daemon listens"))
+		goto out;
+	unsetenv("TASKPROBE_DB");
+	setenv("TASKPROBE_CONTROL", sock, 1);
+	tu_tp(&r, 30, "task", "start", "switch", "--cgroup", cg, NULL);
+	ASSERT_EQ(r.status, 0, "task start");
+	ASSERT_EQ(run_in_cgroup(cg), 0, "a first process");
+	kill(d, SIGKILL);
+	wait_status(d);
+	tu_write_file(conf, "collect = cpu,io,mem,net,http,runq\n");
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", db, sock_opt,
+				     "--listen=off", NULL },
+			 -1, STDERR_FILENO);
+	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the second daemon listens"))
+		goto out;
+	snprintf(path, sizeof(path), "%s/links/tp_sched_switch_runq", pins);
+	CHECK(access(path, F_OK) != 0, "no second switch program pinned (%s)", path);
+	/* The pinned link's program, by its id */
+	snprintf(path, sizeof(path),
+		 "id=$(bpftool link show pinned %s/links/tp_sched_switch |"
+		 " sed -n 's/.* prog \\([0-9]*\\).*/\\1/p'); bpftool prog show id \"$id\"",
+		 pins);
+	tu_run((char *[]){ "sh", "-c", path, NULL }, &r, 30);
+	CHECK(r.status == 0 && r.out && strstr(r.out, "name tp_sched_switch ") &&
+		      !strstr(r.out, "tp_sched_switch_runq"),
+	      "the running switch program adopted: %s %s", r.out ? r.out : "", r.err ? r.err : "");
+	ASSERT_EQ(run_in_cgroup(cg), 0, "a second process");
+	tu_tp(&r, 30, "task", "end", "switch", "--quiet", "--json", json, NULL);
+	ASSERT_EQ(r.status, 0, "task end");
+	/* sh -c /bin/true twice: sh, which vforks, and true each time (strace says so) */
+	ASSERT_EQ(tu_metric(tu_load_json(json), "proc.execs"), 4, "execs: exact");
+	ASSERT_EQ(tu_metric(tu_load_json(json), "proc.exits"), 4, "exits: exact");
+out:
+	leave_bpffs(d, fs);
+}
+
+/*
  * A second daemon started on the store of a live one refuses in one line (exit 1), and
  * takes nothing of the live one's: its task, started before, still ends with its count.
  */

@@ -208,8 +208,11 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 					       (__u32)c->ncpus * c->stage_nrecs);
 	if (err)
 		return err;
-	k->rodata->runq_hist = (c->collect & COLLECT_RUNQ) != 0;
 	drop_uncollected(c);
+	/* One switch program: the one with the run-queue histogram only when collected. */
+	bpf_program__set_autoload((c->collect & COLLECT_RUNQ) ? k->progs.tp_sched_switch
+							      : k->progs.tp_sched_switch_runq,
+				  false);
 	/* The exit program whose tracepoint says whether a process ended (6.16 on). */
 	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tp_sched_process_exit_live
 							    : k->progs.tp_sched_process_exit,

@@ -38,6 +38,16 @@ static const char *pin_name(const struct bpf_map *m)
 	return is_bss(m) ? "bss" : bpf_map__name(m);
 }
 
+/*
+ * A link's name in the pin directory: its hook's, for the program of which one of two
+ * is loaded (the switch with or without the run-queue histogram), so that a collector
+ * whose config chose the other one adopts the one running, and never runs both.
+ */
+static const char *link_pin_name(const char *prog)
+{
+	return !strcmp(prog, "tp_sched_switch_runq") ? "tp_sched_switch" : prog;
+}
+
 /* Whether the pinned map fd has m's shape: another version's map is never taken. */
 static bool map_fits(const struct bpf_map *m, int fd)
 {
@@ -99,7 +109,7 @@ void coll__adopt_links(struct collector *c, const char *dir)
 
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		if (!bpf_program__autoload(*sk->progs[i].prog) ||
-		    pin_path(path, sizeof(path), dir, "links", sk->progs[i].name) ||
+		    pin_path(path, sizeof(path), dir, "links", link_pin_name(sk->progs[i].name)) ||
 		    access(path, F_OK))
 			continue;
 		*sk->progs[i].link = bpf_link__open(path);
@@ -145,7 +155,8 @@ static int each_pinnable(struct collector *c,
 		err = fn("maps", pin_name(m), m, NULL, ctx);
 	for (int i = 0; i < sk->prog_cnt && !err; i++)
 		if (*sk->progs[i].link)
-			err = fn("links", sk->progs[i].name, NULL, *sk->progs[i].link, ctx);
+			err = fn("links", link_pin_name(sk->progs[i].name), NULL,
+				 *sk->progs[i].link, ctx);
 	return err;
 }
 
