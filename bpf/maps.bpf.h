@@ -322,15 +322,19 @@ static __always_inline struct tp_thread *tp_thread_get(struct task_struct *t)
 }
 
 /*
- * The current thread's state if it belongs to a task: one load of its storage
- * pointer when it does not. Every thread of a task has state: adopted at fork, at a
- * move into the task (cgroup_attach_task), or by the task iterator's next pass.
+ * Thread t's state if it belongs to a task: one load of its storage pointer when it
+ * does not. Every thread of a task has state: adopted at fork, at a move into the task
+ * (cgroup_attach_task), or by the task iterator's next pass.
  */
+static __always_inline struct tp_thread *tp_task_thread(struct task_struct *t)
+{
+	return t->bpf_storage ? tp_thread_get(t) : NULL;
+}
+
+/* The same for the current thread, where no argument of the hook is it. */
 static __always_inline struct tp_thread *tp_current_thread(void)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
-
-	return cur->bpf_storage ? tp_thread_get(cur) : NULL;
+	return tp_task_thread(bpf_get_current_task_btf());
 }
 
 /*

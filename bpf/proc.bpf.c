@@ -112,7 +112,8 @@ static __always_inline void exec_fill(struct tp_exec_event *e, struct task_struc
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct tp_thread *th = tp_current_thread();
+	/* p is the current thread: no helper call to find it (an untracked exec's cost). */
+	struct tp_thread *th = tp_task_thread(p);
 	struct tp_proc_stats *ps;
 	struct tp_exec_event *e;
 	struct tp_cgroup_info ci;
@@ -156,7 +157,8 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
  */
 static __always_inline int process_exit(struct task_struct *p, bool group_dead)
 {
-	struct tp_thread *th = tp_current_thread();
+	/* p is the current thread, exiting: no helper call to find it. */
+	struct tp_thread *th = tp_task_thread(p);
 	struct tp_proc_stats *ps;
 	__u32 slot;
 
