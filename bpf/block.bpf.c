@@ -54,6 +54,15 @@ struct tp_rq_bucket {
 	struct tp_request way[TP_RQ_WAYS];
 };
 
+/*
+ * Entries in use in the table: +1 when a free one is claimed, -1 when one is freed
+ * (a stale one taken over stays counted). While none is, a completion or merge of the
+ * host reads this line only, not its bucket's two: the rest of the host's completions
+ * cost 100 ns, not 200-270 (ABI 12, docs/PERFORMANCE.md). A line of its own in .bss,
+ * which a hand-over shares: written only by the I/O of tracked tasks.
+ */
+__u64 rq_inflight __attribute__((aligned(64))) = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, TP_RQ_BUCKETS);
@@ -135,8 +144,11 @@ static __always_inline struct tp_request *rq_claim(struct tp_rq_bucket *bk, __u6
 		w = bk->way[i].word;
 		if (w && (__s16)(now - (__u16)(w >> 48)) < TP_RQ_STALE)
 			continue;
-		if (__sync_val_compare_and_swap(&bk->way[i].word, w, mine) == w)
+		if (__sync_val_compare_and_swap(&bk->way[i].word, w, mine) == w) {
+			if (!w)
+				__sync_fetch_and_add(&rq_inflight, 1);
 			return &bk->way[i];
+		}
 	}
 	return NULL;
 }
@@ -208,13 +220,17 @@ int BPF_PROG(tp_block_bio_frontmerge, struct bio *bio)
 SEC("tp_btf/block_rq_merge")
 int BPF_PROG(tp_block_rq_merge, struct request *next)
 {
-	__u64 a = rq_number(next, RQ_AT_MERGE), w;
-	struct tp_rq_bucket *bk = rq_bucket(next);
+	struct tp_rq_bucket *bk;
 	struct tp_request *e;
+	__u64 a, w;
 
+	if (!*(volatile __u64 *)&rq_inflight)
+		return 0;
+	a = rq_number(next, RQ_AT_MERGE);
+	bk = rq_bucket(next);
 	e = bk && a ? rq_find(bk, a, &w) : NULL;
-	if (e)
-		__sync_val_compare_and_swap(&e->word, w, 0);
+	if (e && __sync_val_compare_and_swap(&e->word, w, 0) == w)
+		__sync_fetch_and_add(&rq_inflight, -1);
 	return 0;
 }
 
@@ -265,12 +281,17 @@ int BPF_PROG(tp_block_io_start, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 a = rq_number(rq, RQ_AT_COMPLETE), delta, w;
-	struct tp_rq_bucket *bk = rq_bucket(rq);
+	struct tp_rq_bucket *bk;
 	struct tp_io_stats *st;
 	struct tp_request *e;
+	__u64 a, delta, w;
 	__u32 slot, gen;
 
+	/* No tracked request in flight anywhere: nothing to find. */
+	if (!*(volatile __u64 *)&rq_inflight)
+		return 0;
+	a = rq_number(rq, RQ_AT_COMPLETE);
+	bk = rq_bucket(rq);
 	e = bk && a ? rq_find(bk, a, &w) : NULL;
 	if (!e)
 		return 0;
@@ -282,6 +303,7 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 	/* Read, then freed: unless taken over meanwhile, when what was read is not its. */
 	if (__sync_val_compare_and_swap(&e->word, w, 0) != w)
 		return 0;
+	__sync_fetch_and_add(&rq_inflight, -1);
 	st = bpf_map_lookup_elem(&io_stats, &slot);
 	if (!st || !tp_slot_current(slot, gen))
 		return 0;

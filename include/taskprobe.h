@@ -4,7 +4,7 @@
 #define TASKPROBE_H
 
 /* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 11
+#define TP_ABI_VERSION 12
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size
