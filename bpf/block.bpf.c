@@ -28,7 +28,8 @@
  * nor completion takes a lock (the LRU hash map this replaced took its locks with
  * interrupts off at each update and delete: 340 and 360 ns a request, against 240 and
  * 200 now, docs/PERFORMANCE.md). A request always falls in the same bucket (its tag's,
- * rq_bucket), so a completion of any request of the host, tracked or not, reads one.
+ * rq_bucket), so a completion of any request of the host, tracked or not, reads one
+ * while some tracked request is in flight (rq_inflight, below), and none otherwise.
  *
  * An entry's word is the request's address with the time of its claim in the top 16
  * bits (which a kernel address has all set) in units of 2^30 ns: a claim that finds an
