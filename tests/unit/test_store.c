@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests: series encoding and buckets, durations, the config file, the store's schema. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 
 #include "base/util.h"
@@ -252,4 +255,60 @@ TEST(TIER_UNIT, store_migrates_forward)
 		sqlite3_finalize(st);
 	}
 	sqlite3_close(db);
+}
+
+/*
+ * A COMMIT that fails (here the file-size limit, as a full disk would) leaves no
+ * transaction open: the next write of the same store goes through. Injected: the
+ * series of a task written under RLIMIT_FSIZE just above the files' sizes, with
+ * SIGXFSZ ignored, so that the pages SQLite keeps until COMMIT cannot reach its WAL.
+ * Recovered: the limit lifted, the same store writes the series and ends the task.
+ */
+TEST(TIER_UNIT, a_failed_commit_leaves_the_store_writable)
+{
+	const char *path = tu_tmp("commit.db");
+	size_t big = 512 * 1024, limit = 0;
+	struct rlimit was, low;
+	struct store *s;
+	struct stat st;
+	char wal[4200];
+	void (*old)(int);
+	sqlite3 *db;
+	char *blob;
+	int err;
+
+	s = store__open(path, true, (gid_t)-1);
+	if (!ASSERT_NOT_NULL(s, "a store"))
+		return;
+	ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK, "open");
+	sqlite3_exec(db,
+		     "INSERT INTO tasks (id, host, command, status, start_ns) VALUES"
+		     " ('c', 'h', '[]', 'running', 1)",
+		     NULL, NULL, NULL);
+	sqlite3_close(db);
+	blob = malloc(big);
+	if (!ASSERT_NOT_NULL(blob, "a series blob"))
+		goto out;
+	for (size_t i = 0; i < big; i++)
+		blob[i] = (char)(i * 7919 >> 3);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (!stat(path, &st))
+		limit = (size_t)st.st_size;
+	if (!stat(wal, &st) && (size_t)st.st_size > limit)
+		limit = (size_t)st.st_size;
+	ASSERT_OK(getrlimit(RLIMIT_FSIZE, &was), "the file-size limit");
+	low = was;
+	low.rlim_cur = limit + 64 * 1024;
+	old = signal(SIGXFSZ, SIG_IGN);
+	ASSERT_OK(setrlimit(RLIMIT_FSIZE, &low), "a low file-size limit");
+	err = store__replace_series(s, 1, blob, big, 100);
+	setrlimit(RLIMIT_FSIZE, &was);
+	signal(SIGXFSZ, old);
+	ASSERT_TRUE(err < 0, "the series does not fit");
+	ASSERT_OK(store__replace_series(s, 1, blob, 4096, 10), "the next write goes through");
+	ASSERT_OK(store__replace_series(s, 1, blob, big, 100),
+		  "and the whole series, once it fits");
+	free(blob);
+out:
+	store__close(s);
 }

@@ -240,11 +240,15 @@ int store__replace_series(struct store *s, __s64 tid, const void *blob, size_t l
 		err = sqlite__run(s, "DELETE FROM series WHERE task = ?", "i", (long long)tid);
 	if (!err)
 		err = store__append_series(s, tid, 0, blob, len, points);
-	if (err) {
+	if (!err && sqlite__exec(s, "COMMIT"))
+		err = sqlite__error(s, "committing the series");
+	/*
+	 * A COMMIT that failed (a full disk, a write error) may leave the transaction open,
+	 * and every later BEGIN of this connection would fail: SQLite says to roll back.
+	 */
+	if (err)
 		sqlite__exec(s, "ROLLBACK");
-		return err;
-	}
-	return sqlite__exec(s, "COMMIT") ? sqlite__error(s, "committing the series") : 0;
+	return err;
 }
 
 static int net_row(struct store *s, __s64 tid, const char *host, const char *addr, int port,
@@ -393,12 +397,13 @@ int store__task_end(struct store *s, __s64 tid, const struct task_record *t)
 	err = sqlite__exec(s, "BEGIN IMMEDIATE") ? sqlite__error(s, "starting a transaction") : 0;
 	if (!err)
 		err = write_end(s, tid, t);
+	if (!err && sqlite__exec(s, "COMMIT"))
+		err = sqlite__error(s, "committing the task's figures");
 	if (err) {
+		/* Open still after a failed COMMIT, maybe (store__replace_series). */
 		sqlite__exec(s, "ROLLBACK");
 		return err;
 	}
-	if (sqlite__exec(s, "COMMIT"))
-		return sqlite__error(s, "committing the task's figures");
 	drop_lock(s, tid);
 	return 0;
 }
