@@ -72,6 +72,20 @@ static pid_t start_daemon(const char *db, const char *sock, bool keep)
 	return d > 0 && tu_wait_socket(sock, d) ? d : -1;
 }
 
+/* A daemon with config conf on the same store and socket, its stderr to efd: or -1. */
+static pid_t start_daemon_with(const char *conf, const char *db, const char *sock, int efd)
+{
+	char sock_opt[4200], conf_opt[4200];
+	pid_t d;
+
+	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
+	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
+	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db,
+				     sock_opt, "--listen=off", NULL },
+			 -1, efd);
+	return d > 0 && tu_wait_socket(sock, d) ? d : -1;
+}
+
 /* The workload, in a worker's cgroup (it moves itself in first). */
 static pid_t start_worker(struct job *j, const char *go)
 {
@@ -396,7 +410,7 @@ out:
 TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
 {
 	const char *fs = tu_tmp("bpffs"), *conf = tu_tmp("tp.conf"), *log = tu_tmp("d2.log");
-	char db[4200], sock[4200], pins[4200], cg[4096], sock_opt[4200], conf_opt[4200];
+	char db[4200], sock[4200], pins[4200], cg[4096];
 	const struct json *rec, *faults;
 	struct tu_result r;
 	char *text = NULL;
@@ -429,14 +443,10 @@ TEST(TIER_E2E, a_daemon_that_cannot_adopt_stores_the_tasks_as_interrupted)
 	kill(d, SIGKILL);
 	wait_status(d);
 	tu_write_file(conf, "max_tasks = 512\n");
-	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
-	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
 	efd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", db, sock_opt,
-				     "--listen=off", NULL },
-			 -1, efd);
+	d = start_daemon_with(conf, db, sock, efd);
 	close(efd);
-	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the second daemon listens"))
+	if (!ASSERT_TRUE(d > 0, "the second daemon listens"))
 		goto out;
 	if (tp_slurp(log, "the daemon's log", true, &text) < 0)
 		text = NULL;
@@ -471,8 +481,7 @@ out:
 TEST(TIER_E2E, a_daemon_collecting_runq_adopts_the_running_switch_program)
 {
 	const char *fs = tu_tmp("bpffs"), *conf = tu_tmp("runq.conf"), *json = tu_tmp("r.json");
-	char db[4200], sock[4200], pins[4200], cg[4096], sock_opt[4200], conf_opt[4200];
-	char path[4400];
+	char db[4200], sock[4200], pins[4200], cg[4096], path[4400];
 	struct tu_result r;
 	pid_t d;
 
@@ -492,12 +501,8 @@ TEST(TIER_E2E, a_daemon_collecting_runq_adopts_the_running_switch_program)
 	kill(d, SIGKILL);
 	wait_status(d);
 	tu_write_file(conf, "collect = cpu,io,mem,net,http,runq\n");
-	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
-	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
-	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", db, sock_opt,
-				     "--listen=off", NULL },
-			 -1, STDERR_FILENO);
-	if (!ASSERT_TRUE(d > 0 && tu_wait_socket(sock, d), "the second daemon listens"))
+	d = start_daemon_with(conf, db, sock, STDERR_FILENO);
+	if (!ASSERT_TRUE(d > 0, "the second daemon listens"))
 		goto out;
 	snprintf(path, sizeof(path), "%s/links/tp_sched_switch_runq", pins);
 	CHECK(access(path, F_OK) != 0, "no second switch program pinned (%s)", path);
