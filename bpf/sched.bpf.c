@@ -111,8 +111,8 @@ static __noinline void final_switch(struct task_struct *prev)
 /*
  * Every context switch of the host runs this, so it returns at once unless the
  * outgoing thread is dead (its last slice, above): one compare of an argument, no
- * load. The loader attaches it or, when the run-queue histogram is collected,
- * tp_sched_switch_runq below: a switch of the host then reads no switch either.
+ * load. The loader loads this program, or tp_sched_switch_runq below in its place when
+ * the run-queue histogram is collected: never both.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
