@@ -68,7 +68,7 @@ static __always_inline void left_task(struct task_struct *task, struct tp_thread
 	e->start_ns = 0;
 	e->exit_code = 0;
 	e->flags = TP_EXIT_GROUP_DEAD;
-	bpf_probe_read_kernel(e->comm, sizeof(e->comm), task->comm);
+	tp_copy_comm(e->comm, task);
 	bpf_ringbuf_submit(e, 0);
 }
 

@@ -331,6 +331,20 @@ static __always_inline struct tp_thread *tp_task_thread(struct task_struct *t)
 	return t->bpf_storage ? tp_thread_get(t) : NULL;
 }
 
+/*
+ * A thread's name into an event: two loads through the BTF pointer, where
+ * bpf_probe_read_kernel() or bpf_get_current_comm() is a helper call (the lifecycle's
+ * events pay it once each, docs/PERFORMANCE.md). comm is NUL-padded by the kernel.
+ */
+_Static_assert(TP_COMM_LEN == 2 * sizeof(__u64), "comm is copied as two words");
+static __always_inline void tp_copy_comm(char *dst, struct task_struct *t)
+{
+	const __u64 *src = (const __u64 *)t->comm;
+
+	((__u64 *)dst)[0] = src[0];
+	((__u64 *)dst)[1] = src[1];
+}
+
 /* The same for the current thread, where no argument of the hook is it. */
 static __always_inline struct tp_thread *tp_current_thread(void)
 {

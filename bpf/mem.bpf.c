@@ -80,13 +80,13 @@ int BPF_PROG(tp_rss_stat, struct mm_struct *mm, int member)
 	 * mm->owner is not a trusted pointer: its task is found by its cgroup.
 	 */
 	owner = mm->owner;
-	if (owner && !BPF_CORE_READ(owner, bpf_storage))
+	if (owner && !owner->bpf_storage)
 		return 0;
 	m = bpf_map_lookup_elem(&mms, &key);
 	if (!m) {
 		if (!owner)
 			return 0;
-		ci = tp_cgroup_lookup(BPF_CORE_READ(owner, cgroups, dfl_cgrp, kn, id));
+		ci = tp_cgroup_lookup(owner->cgroups->dfl_cgrp->kn->id);
 		if (!ci)
 			return 0;
 		fresh.slot = ci->slot;

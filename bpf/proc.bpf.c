@@ -76,12 +76,17 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
  */
 static __always_inline void read_args(struct task_struct *p, struct tp_exec_event *e)
 {
-	unsigned long start = BPF_CORE_READ(p, mm, arg_start);
-	unsigned long end = BPF_CORE_READ(p, mm, arg_end);
-	__u32 len = end > start ? (__u32)(end - start) : 0;
+	struct mm_struct *mm = p->mm;
+	unsigned long start, end;
+	__u32 len;
 
 	e->args_flags = 0;
 	e->args_len = 0;
+	if (!mm)
+		return;
+	start = mm->arg_start;
+	end = mm->arg_end;
+	len = end > start ? (__u32)(end - start) : 0;
 	if (len == 0)
 		return;
 	if (len > TP_ARGS_LEN) {
@@ -100,7 +105,7 @@ static __always_inline void exec_fill(struct tp_exec_event *e, struct task_struc
 	e->runtime_ns = p->se.sum_exec_runtime;
 	e->start_ns = p->group_leader->start_time;
 	if (!tp_off(TP_OFF_COMM))
-		bpf_get_current_comm(e->comm, sizeof(e->comm));
+		tp_copy_comm(e->comm, p);
 	if (!tp_off(TP_OFF_PATH))
 		bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 	e->args_len = 0;
@@ -199,7 +204,7 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit_live, struct task_struct *p)
 {
-	return process_exit(p, BPF_CORE_READ(p, signal, live.counter) == 0);
+	return process_exit(p, p->signal->live.counter == 0);
 }
 
 /*

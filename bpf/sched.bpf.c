@@ -68,13 +68,13 @@ static __always_inline void exit_fill(struct tp_exit_event *e, struct task_struc
 {
 	/* Dated at the exit it follows: a process's span ends there. */
 	e->hdr.ts_ns = th->exit_ns;
-	e->hdr.ppid = BPF_CORE_READ(prev, real_parent, tgid);
+	e->hdr.ppid = prev->real_parent->tgid;
 	e->runtime_ns = prev->se.sum_exec_runtime;
-	e->start_ns = BPF_CORE_READ(prev, group_leader, start_time);
+	e->start_ns = prev->group_leader->start_time;
 	e->exit_code = prev->exit_code;
 	e->flags = th->exit_flags;
 	if (!tp_off(TP_OFF_COMM))
-		bpf_probe_read_kernel(e->comm, sizeof(e->comm), prev->comm);
+		tp_copy_comm(e->comm, prev);
 }
 
 static __noinline void final_switch(struct task_struct *prev)

@@ -8,7 +8,8 @@
  * the clock, a global (.bss), a hash map's value, an array map's, a per-CPU array's,
  * the thread's task storage (made for each child at its fork, as the collector's), and
  * a task storage the thread has none of; before it, the thread's storage pointer alone
- * (the collector's test for an untracked thread).
+ * (the collector's test for an untracked thread). Last, a read of the thread's name by
+ * loads and by a helper call.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -103,7 +104,41 @@ M(13, none, return bump_task(&touch_none))
 M(14, task, return bump_task(&touch_task))
 M(15, task, return bump_task(&touch_task))
 M(16, data, touch_data++; return 0)
-M(17, empty, return 0)
+
+/*
+ * The thread's name read three times, its line warm after the first: through the
+ * BTF pointer (two loads, as the collector's lifecycle events since 2026-12-07), then
+ * with bpf_probe_read_kernel() (a helper call, as they did before), then loads again.
+ */
+static __always_inline int comm_loads(struct task_struct *p)
+{
+	const __u64 *c = (const __u64 *)p->comm;
+
+	return (c[0] ^ c[1]) == 1;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(m17_comm_load, struct task_struct *p)
+{
+	return comm_loads(p);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(m18_comm_helper, struct task_struct *p)
+{
+	char c[16];
+
+	bpf_probe_read_kernel(c, sizeof(c), p->comm);
+	return c[0] == 1;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(m19_comm_load, struct task_struct *p)
+{
+	return comm_loads(p);
+}
+
+M(20, empty, return 0)
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(m00_fork, struct task_struct *parent, struct task_struct *child)
