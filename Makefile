@@ -57,7 +57,8 @@ HELPERS   := $(patsubst tests/helpers/%.c,$(OUT)/tests/helpers/%,$(wildcard test
 BIN       := $(OUT)/taskprobe
 TESTBIN   := $(OUT)/tests/taskprobe-test
 SYNTH     := $(OUT)/bench/synth-task
-FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o $(BPFOUT)/touch.bpf.o $(BPFOUT)/touchmem.bpf.o
+FLOOR     := $(OUT)/bench/floor $(BPFOUT)/floor.bpf.o $(BPFOUT)/touch.bpf.o $(BPFOUT)/touchmem.bpf.o \
+	     $(BPFOUT)/lookup.bpf.o
 EXECLOOP  := $(OUT)/bench/execloop
 HOSTCTX   := $(OUT)/bench/hostctx
 
@@ -124,6 +125,10 @@ $(BPFOUT)/touch.bpf.o: scripts/bench/touch.bpf.c $(BPFOUT)/vmlinux.h
 	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
 
 $(BPFOUT)/touchmem.bpf.o: scripts/bench/touchmem.bpf.c $(BPFOUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
+
+$(BPFOUT)/lookup.bpf.o: scripts/bench/lookup.bpf.c $(BPFOUT)/vmlinux.h include/taskprobe.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPFCFLAGS) -c $< -o $@
 

@@ -117,6 +117,32 @@ static __always_inline bool rq_is(__u64 word, __u64 rq)
 	return word && ((word ^ rq) & TP_RQ_ADDR) == 0;
 }
 
+/*
+ * An entry's word from old to new, unless another CPU changed it first. Benchmark
+ * variants (TP_OFF, bpf/maps.bpf.h) may store instead, and keep no count, to measure
+ * what each costs.
+ */
+static __always_inline bool rq_swap(__u64 *word, __u64 old, __u64 new)
+{
+	if (tp_off(TP_OFF_RQ_CAS)) {
+		*word = new;
+		return true;
+	}
+	return __sync_val_compare_and_swap(word, old, new) == old;
+}
+
+static __always_inline void rq_inflight_add(__s64 n)
+{
+	if (!tp_off(TP_OFF_RQ_GATE))
+		__sync_fetch_and_add(&rq_inflight, n);
+}
+
+/* Whether some tracked request may be in flight: else a completion has nothing to find. */
+static __always_inline bool rq_any_inflight(void)
+{
+	return tp_off(TP_OFF_RQ_GATE) || *(volatile __u64 *)&rq_inflight;
+}
+
 /* The entry of request rq in its bucket and its word, or NULL. */
 static __always_inline struct tp_request *rq_find(struct tp_rq_bucket *bk, __u64 rq, __u64 *word)
 {
@@ -140,14 +166,14 @@ static __always_inline struct tp_request *rq_claim(struct tp_rq_bucket *bk, __u6
 	struct tp_request *e = rq_find(bk, rq, &w);
 
 	if (e)
-		return __sync_val_compare_and_swap(&e->word, w, mine) == w ? e : NULL;
+		return rq_swap(&e->word, w, mine) ? e : NULL;
 	for (int i = 0; i < TP_RQ_WAYS; i++) {
 		w = bk->way[i].word;
 		if (w && (__s16)(now - (__u16)(w >> 48)) < TP_RQ_STALE)
 			continue;
-		if (__sync_val_compare_and_swap(&bk->way[i].word, w, mine) == w) {
+		if (rq_swap(&bk->way[i].word, w, mine)) {
 			if (!w)
-				__sync_fetch_and_add(&rq_inflight, 1);
+				rq_inflight_add(1);
 			return &bk->way[i];
 		}
 	}
@@ -225,13 +251,13 @@ int BPF_PROG(tp_block_rq_merge, struct request *next)
 	struct tp_request *e;
 	__u64 a, w;
 
-	if (!*(volatile __u64 *)&rq_inflight)
+	if (!rq_any_inflight())
 		return 0;
 	a = rq_number(next, RQ_AT_MERGE);
 	bk = rq_bucket(next);
 	e = bk && a ? rq_find(bk, a, &w) : NULL;
-	if (e && __sync_val_compare_and_swap(&e->word, w, 0) == w)
-		__sync_fetch_and_add(&rq_inflight, -1);
+	if (e && rq_swap(&e->word, w, 0))
+		rq_inflight_add(-1);
 	return 0;
 }
 
@@ -252,6 +278,8 @@ int BPF_PROG(tp_block_io_start, struct request *rq)
 		st->read_ops++;
 	else
 		st->write_ops++;
+	if (tp_off(TP_OFF_RQ_TABLE))
+		return 0;
 	/*
 	 * The kernel stamps the request just after this tracepoint (blk_account_io_start),
 	 * unless the queue keeps no statistics: then it is stamped here. The stamp it had
@@ -289,7 +317,7 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 	__u32 slot, gen;
 
 	/* No tracked request in flight anywhere: nothing to find. */
-	if (!*(volatile __u64 *)&rq_inflight)
+	if (!rq_any_inflight())
 		return 0;
 	a = rq_number(rq, RQ_AT_COMPLETE);
 	bk = rq_bucket(rq);
@@ -302,9 +330,9 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 	gen = e->gen;
 	delta = e->start_ns;
 	/* Read, then freed: unless taken over meanwhile, when what was read is not its. */
-	if (__sync_val_compare_and_swap(&e->word, w, 0) != w)
+	if (!rq_swap(&e->word, w, 0))
 		return 0;
-	__sync_fetch_and_add(&rq_inflight, -1);
+	rq_inflight_add(-1);
 	st = bpf_map_lookup_elem(&io_stats, &slot);
 	if (!st || !tp_slot_current(slot, gen))
 		return 0;

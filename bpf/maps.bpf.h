@@ -17,16 +17,19 @@
 #ifndef TP_OFF
 #define TP_OFF 0
 #endif
-#define TP_OFF_RING 0x01    /* no ring-buffer reserve/submit: exec and exit events */
-#define TP_OFF_ADOPT 0x02   /* fork: no task storage for the child */
-#define TP_OFF_PATH 0x04    /* exec: no filename copy */
-#define TP_OFF_COMM 0x08    /* exec and exit events: no comm copy */
-#define TP_OFF_STATS 0x10   /* fork, exec, exit: no proc_stats counters */
-#define TP_OFF_CHARGE 0x20  /* exit: no CPU and I/O charge */
-#define TP_OFF_QUERY 0x40   /* exec: submit without the ring-buffer query */
-#define TP_OFF_STORAGE 0x80 /* exit: no storage writes (then no exit event) */
-#define TP_OFF_FILL 0x100   /* exec: a staged record with no header or body */
-#define TP_OFF_FIELDS 0x200 /* exec: a staged record with its header's clock read only */
+#define TP_OFF_RING 0x01      /* no ring-buffer reserve/submit: exec and exit events */
+#define TP_OFF_ADOPT 0x02     /* fork: no task storage for the child */
+#define TP_OFF_PATH 0x04      /* exec: no filename copy */
+#define TP_OFF_COMM 0x08      /* exec and exit events: no comm copy */
+#define TP_OFF_STATS 0x10     /* fork, exec, exit: no proc_stats counters */
+#define TP_OFF_CHARGE 0x20    /* exit: no CPU and I/O charge */
+#define TP_OFF_QUERY 0x40     /* exec: submit without the ring-buffer query */
+#define TP_OFF_STORAGE 0x80   /* exit: no storage writes (then no exit event) */
+#define TP_OFF_FILL 0x100     /* exec: a staged record with no header or body */
+#define TP_OFF_FIELDS 0x200   /* exec: a staged record with its header's clock read only */
+#define TP_OFF_RQ_TABLE 0x400 /* block_io_start: bytes and ops only, no entry (no latency) */
+#define TP_OFF_RQ_GATE 0x800  /* block: no count of entries in use (completions read a bucket) */
+#define TP_OFF_RQ_CAS 0x1000  /* block: entries claimed and freed by plain stores (racy) */
 
 /* A function, not a macro, so that the compiler folds it without a constant-operand warning. */
 static __always_inline bool tp_off(__u32 piece)

@@ -59,29 +59,41 @@ interleave() {
 	RATIO=$(printf '%s\n' "${ratios[@]}" | median)
 }
 
-# The floor (floor.bpf.c: an empty program on each hot hook, $FLOOR loading
-# $FLOOR_OBJ) attached until stop_floor: its programs stay while its stdin, the fifo
-# made at FIFO_PATH, is open on fd 9. Sets FLOOR_PID; exits the script if it does not
-# load.
-#   start_floor FIFO_PATH
-start_floor() {
-	local fifo=$1 ready=$1.ready
+# A benchmark object's programs ($FLOOR loading OBJ) attached until detach_obj FD:
+# they stay while the loader's stdin, the fifo made at FIFO_PATH, is open on fd FD.
+# Exits the script if they do not load.
+#   attach_obj FD OBJ FIFO_PATH
+ATTACHED_PID=()
+attach_obj() {
+	local fd=$1 obj=$2 fifo=$3 ready=$3.ready
 	mkfifo "$fifo"
-	"$FLOOR" "$FLOOR_OBJ" < "$fifo" > "$ready" &
-	FLOOR_PID=$!
-	exec 9> "$fifo"
+	"$FLOOR" "$obj" < "$fifo" > "$ready" &
+	ATTACHED_PID[fd]=$!
+	eval "exec $fd> \"\$fifo\""
 	for _ in $(seq 100); do
 		grep -q ready "$ready" 2> /dev/null && break
 		sleep 0.05
 	done
-	grep -q ready "$ready" || { echo "${0##*/}: the floor did not load" >&2; exit 1; }
+	grep -q ready "$ready" || { echo "${0##*/}: ${obj##*/} did not load" >&2; exit 1; }
 	rm -f "$ready"
 }
 
-# The floor detached: its stdin closed, the loader waited for.
-stop_floor() {
-	exec 9>&- 2> /dev/null || true
-	if [ -n "${FLOOR_PID:-}" ]; then
-		wait "$FLOOR_PID" 2> /dev/null || true
+# The programs detached: the loader's stdin closed, the loader waited for.
+detach_obj() {
+	local fd=$1
+	eval "exec $fd>&-" 2> /dev/null || true
+	if [ -n "${ATTACHED_PID[fd]:-}" ]; then
+		wait "${ATTACHED_PID[fd]}" 2> /dev/null || true
+		unset "ATTACHED_PID[fd]"
 	fi
+}
+
+# The floor (floor.bpf.c: an empty program on each hot hook, $FLOOR_OBJ), on fd 9.
+#   start_floor FIFO_PATH
+start_floor() {
+	attach_obj 9 "$FLOOR_OBJ" "$1"
+}
+
+stop_floor() {
+	detach_obj 9
 }

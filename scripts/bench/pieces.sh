@@ -9,7 +9,9 @@
 # "shipped" in the same rounds. Variants count less: they are for measuring, never
 # for use.
 # VARIANTS="shipped ring ..." runs only those.
-#   [VARIANTS=...] scripts/bench/pieces.sh [ROUNDS (5)] [EXECS (3000)]
+# BLOCK=1: the block path's pieces instead, on EXECS direct 64 KiB writes (dd) as the
+# task: block_io_start and block_rq_complete, with the variants rqtable, rqgate, rqcas.
+#   [VARIANTS=...] [BLOCK=1] scripts/bench/pieces.sh [ROUNDS (5)] [EXECS (3000)]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -21,6 +23,10 @@ FLOOR_OBJ=${FLOOR_OBJ:-${BENCH_BPF:-$root/build/bpf}/floor.bpf.o}
 # name:TP_OFF bits (bpf/maps.bpf.h)
 variants=(shipped:0 ring:0x01 adopt:0x02 path:0x04 comm:0x08 stats:0x10 charge:0x20
 	query:0x40 storage:0x80 fill:0x100 clock:0x200 all:0xff)
+block=${BLOCK:-0}
+if [ "$block" = 1 ]; then
+	variants=(shipped:0 rqtable:0x400 rqgate:0x800 rqcas:0x1000)
+fi
 if [ -n "${VARIANTS:-}" ]; then
 	keep=()
 	for v in "${variants[@]}"; do
@@ -66,19 +72,29 @@ for ((r = 0; r < rounds; r++)); do
 		name=${v%%:*}
 		f=$tmp/$name.$r
 		bpftool prog show --json > "$f.before"
+		if [ "$block" = 1 ]; then
+			work="dd if=/dev/zero of='$tmp/dd' bs=64k count=$execs oflag=direct status=none"
+		else
+			work="i=0; while [ \$i -lt $execs ]; do /bin/true; i=\$((i+1)); done"
+		fi
 		"$root/build/v/$name/taskprobe" run --quiet --no-db --collect cpu,io,mem,net -- sh -c "
-			i=0; while [ \$i -lt $execs ]; do /bin/true; i=\$((i+1)); done
+			$work
 			bpftool prog show --json > '$f'"
+		rm -f "$tmp/dd"
 	done
 done
-python3 - "$tmp" "$rounds" "$execs" "${variants[@]%%:*}" <<'PY'
+python3 - "$tmp" "$rounds" "$execs" "$block" "${variants[@]%%:*}" <<'PY'
 import json, statistics, sys
-tmp, rounds, execs, names = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+tmp, rounds, execs, block, names = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 progs = [("tp_sched_process_fork", "sched_process_fork"),
          ("tp_sched_process_exec", "sched_process_exec"),
          ("tp_sched_process_exit", "sched_process_exit"),
          ("tp_sched_switch", "sched_switch"),
          ("tp_rss_stat", "rss_stat")]
+if block == "1":
+    progs = [("tp_block_io_start", "block_io_start"),
+             ("tp_block_rq_complete", "block_rq_complete"),
+             ("tp_sched_switch", "sched_switch")]
 def load(path):
     return {p.get("name", ""): p for p in json.load(open(path))}
 def per(p, b):
@@ -97,8 +113,8 @@ for name in names:
             if f:
                 floor.setdefault(prog, []).append(per(f, b.get(f["name"]))[0])
 med = statistics.median
-print("median of %d rounds of %s execs, ns/event (sched_switch: all of the host's switches)"
-      % (rounds, execs))
+print("median of %d rounds of %s %s, ns/event (sched_switch: all of the host's switches)"
+      % (rounds, execs, "direct writes" if block == "1" else "execs"))
 print("%-9s" % "variant" + "".join("%20s" % p[0][3:] for p in progs))
 print("%-9s" % "events" + "".join("%20d" % med(cnt.get(("shipped", p[0]), [0])) for p in progs))
 print("%-9s" % "floor" + "".join("%20.1f" % med(floor.get(p[0], [0])) for p in progs))
