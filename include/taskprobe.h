@@ -3,8 +3,11 @@
 #ifndef TASKPROBE_H
 #define TASKPROBE_H
 
-/* Bump whenever a struct below changes layout; task records name the version they used. */
-#define TP_ABI_VERSION 12
+/*
+ * Bump whenever a struct below changes layout, or the set of maps a daemon hands over
+ * does (13: the lifecycle's program arrays); task records name the version they used.
+ */
+#define TP_ABI_VERSION 13
 
 /*
  * Tasks tracked at once by one collector (slots in the per-task maps): the maps' size

@@ -217,6 +217,14 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tp_sched_process_exit_live
 							    : k->progs.tp_sched_process_exit,
 				  false);
+	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tracked_exit_live
+							    : k->progs.tracked_exit,
+				  false);
+	/* The lifecycle's tail-called programs: loaded, never attached (fill_lifecycle). */
+	bpf_program__set_autoattach(k->progs.tracked_fork, false);
+	bpf_program__set_autoattach(k->progs.tracked_exec, false);
+	bpf_program__set_autoattach(k->progs.tracked_exit, false);
+	bpf_program__set_autoattach(k->progs.tracked_exit_live, false);
 	/*
 	 * The socket under a TLS connection is learnt from tcp_sendmsg_locked (6.11 on):
 	 * before that, a reset ends a TLS request as the client's freeing the session does.
@@ -248,6 +256,38 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 			return err;
 	}
 	return taskprobe_bpf__load(k);
+}
+
+/*
+ * The programs the lifecycle hooks tail-call for a task's thread, each in its hook's
+ * array (bpf/proc.bpf.c): without them a task's forks, execs and exits would go
+ * uncounted, so a failure here fails the collector's start. Arrays adopted from a
+ * collector before us (pins.c) get this collector's programs, which the adopted links'
+ * programs then call: the arrays' owner is the hook, whose programs both are.
+ */
+static int fill_lifecycle(struct collector *c)
+{
+	struct taskprobe_bpf *k = c->skel;
+	struct bpf_program *exit_prog = bpf_program__autoload(k->progs.tracked_exit)
+						? k->progs.tracked_exit
+						: k->progs.tracked_exit_live;
+	const struct {
+		struct bpf_map *map;
+		struct bpf_program *prog;
+	} tails[] = { { k->maps.tail_fork, k->progs.tracked_fork },
+		      { k->maps.tail_exec, k->progs.tracked_exec },
+		      { k->maps.tail_exit, exit_prog } };
+	__u32 slot = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(tails); i++) {
+		int fd = bpf_program__fd(tails[i].prog);
+
+		if (fd < 0)
+			return fd;
+		if (bpf_map_update_elem(bpf_map__fd(tails[i].map), &slot, &fd, BPF_ANY))
+			return -errno;
+	}
+	return 0;
 }
 
 /* The skeleton loaded, with uprobe_multi where the kernel takes it. */
@@ -319,6 +359,8 @@ struct collector *collector__open(const struct collector_opts *opts)
 		adopt = NULL;
 		err = load_any(c, opts, rb_bytes, NULL);
 	}
+	if (!err)
+		err = fill_lifecycle(c);
 	if (err)
 		goto cleanup;
 	c->adopted = adopt != NULL;
