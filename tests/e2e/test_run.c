@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +78,59 @@ TEST(TIER_E2E, five_hundred_short_execs_exact)
 	ASSERT_EQ(tu_metric(rec, "proc.exits"), 501, "exits");
 	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 0, "failed exits");
 	ASSERT_EQ(tu_metric(rec, "lost_events"), 0, "lost events");
+}
+
+/*
+ * Kernels before 6.16, whose sched_process_exit has no group_dead argument: the
+ * collector loads the other exit pair (tp_sched_process_exit_live, which tail-calls
+ * tracked_exit_live) and, before 6.11 and 6.6, no tcp_sendmsg_locked and plain uprobes.
+ * It tells them by uname, so this kernel run under a 2.6 uname (setarch --uname-2.6)
+ * takes every one of those paths: the same counts, exact. The task itself says which
+ * exit program was loaded.
+ */
+TEST(TIER_E2E, a_kernel_before_6_16_gets_the_same_exact_counts)
+{
+	const char *json = tu_tmp("task.json"), *seen = tu_tmp("exit-programs");
+	char script[512], *argv[16];
+	const struct json *rec;
+	struct tu_result r;
+	struct utsname u;
+	int n = 0;
+
+	ASSERT_EQ(uname(&u), 0, "uname");
+	snprintf(script, sizeof(script),
+		 "i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done; "
+		 "bpftool prog show > '%s'",
+		 seen);
+	argv[n++] = "setarch";
+	argv[n++] = u.machine;
+	argv[n++] = "--uname-2.6";
+	argv[n++] = (char *)tu_bin();
+	argv[n++] = "run";
+	argv[n++] = "--quiet";
+	argv[n++] = "--json";
+	argv[n++] = (char *)json;
+	argv[n++] = "--";
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = script;
+	argv[n] = NULL;
+	tu_run(argv, &r, 120);
+	ASSERT_EQ(r.status, 0, "exit status");
+	rec = tu_load_json(json);
+	if (!rec)
+		return;
+	ASSERT_EQ(tu_num(tu_program(rec, "/bin/true"), "execs"), 200, "execs of /bin/true");
+	ASSERT_EQ(tu_metric(rec, "proc.execs"), 202, "execs (the shell and bpftool too)");
+	ASSERT_EQ(tu_metric(rec, "proc.forks"), 202, "processes started");
+	ASSERT_EQ(tu_metric(rec, "proc.exits"), 202, "exits");
+	ASSERT_EQ(tu_metric(rec, "proc.failed_exits"), 0, "failed exits");
+	ASSERT_EQ(tu_metric(rec, "lost_events"), 0, "lost events");
+	tu_run((char *[]){ "grep", "-c", "name tp_sched_process_exit_live", (char *)seen, NULL },
+	       &r, 10);
+	ASSERT_TRUE(r.status == 0 && atoi(r.out) >= 1, "the pre-6.16 exit program was loaded");
+	tu_run((char *[]){ "grep", "-c", "name tracked_exit_live", (char *)seen, NULL }, &r, 10);
+	ASSERT_TRUE(r.status == 0 && atoi(r.out) >= 1, "and the program it tail-calls");
 }
 
 static int wait_status(pid_t pid)
