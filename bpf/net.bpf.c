@@ -48,6 +48,22 @@ struct {
 	__type(value, struct tp_sock);
 } socks SEC(".maps");
 
+/*
+ * Every socket on which a task's HTTP request was seen (plaintext in tp_http_egress,
+ * TLS when tcp_sendmsg_locked names the socket) is given storage, zeroed when it had
+ * none (slot 0 and gen 0: no task's connection). So a socket without storage has no
+ * HTTP state, and its state changes look nothing else up: the rest of the host's
+ * closes cost one lookup, not the cookie and two (tcpstate.sh). Should storage ever
+ * fail to be made, http_unmarked makes every state change look, as before.
+ */
+__u32 http_unmarked = 0;
+
+static __always_inline void mark_http(void *sk)
+{
+	if (!bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE))
+		http_unmarked = 1;
+}
+
 struct dns_call {
 	__u64 node;
 	__u64 res;
@@ -251,7 +267,12 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int ne
 		connect_start(sk);
 		return 0;
 	}
-	ts = sock_of(sk);
+	/* No storage: no task's connection and no HTTP (mark_http), one lookup and out. */
+	ts = bpf_sk_storage_get(&socks, (void *)sk, 0, 0);
+	if (!ts && !http_unmarked)
+		return 0;
+	if (ts && !tp_slot_current(ts->ep.slot, ts->ep.gen))
+		ts = NULL;
 	if (ts && oldstate == TCP_SYN_SENT) {
 		connect_done(sk, ts, newstate);
 		return 0;
@@ -357,8 +378,10 @@ int BPF_PROG(tp_tcp_sendmsg_locked, const struct sock *sk)
 	if (ts)
 		link.ep = ts->ep;
 	link.sk = (__u64)sk;
-	if (!bpf_map_update_elem(&tls_socks, &cookie, &link, BPF_ANY))
+	if (!bpf_map_update_elem(&tls_socks, &cookie, &link, BPF_ANY)) {
 		hc->sock = cookie;
+		mark_http((void *)sk);
+	}
 	return 0;
 }
 
@@ -594,6 +617,7 @@ SEC("cgroup_skb/egress")
 int tp_http_egress(struct __sk_buff *skb)
 {
 	struct tp_cgroup_info *ci;
+	struct bpf_sock *sk;
 	struct tp_http_key key = {};
 	struct scan_buf *sb;
 	__u32 off, seq, n;
@@ -626,6 +650,13 @@ int tp_http_egress(struct __sk_buff *skb)
 		return 1;
 	key.handle = bpf_get_socket_cookie(skb);
 	http_request(&key, ci, sb->b, n, TP_HTTP_PLAIN, seq);
+	sk = skb->sk;
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	if (sk)
+		mark_http(sk);
+	else
+		http_unmarked = 1;
 	return 1;
 }
 

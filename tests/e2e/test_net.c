@@ -557,6 +557,52 @@ TEST(TIER_E2E, a_tls_client_that_stops_at_its_first_failed_read_sees_the_reset)
 }
 
 /*
+ * A TLS connection made outside any task, by a process that then joins the task and
+ * sends its request on it: the socket has no storage from a connect of the task's. It
+ * is given storage when its request names it (mark_http, net.bpf.c), so that its state
+ * change still finds the connection: the server's reset before the headers is a reset
+ * (the state change looks nothing up for a socket without storage).
+ */
+TEST(TIER_E2E, a_tls_connection_made_before_joining_the_task_sees_its_reset)
+{
+	const char *lab = tu_netlab("");
+	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json"), *dir = tu_tmp("pause");
+	char script[2048], path[600];
+	const struct json *rec, *h;
+	struct tu_result r;
+	struct sent s;
+
+	if (!lab)
+		return;
+	snprintf(path, sizeof(path), "%s/sent.log", lab);
+	unlink(path);
+	ASSERT_EQ(mkdir(dir, 0700), 0, "pause directory");
+	/*
+	 * The client leaves the task's cgroup for the root, connects there, and is put back
+	 * by the task's shell before it writes its request.
+	 */
+	snprintf(script, sizeof(script),
+		 "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); mkfifo %s/go;"
+		 " sh -c 'echo $$ > %s/cgroup.procs && SSLREAD_PAUSE=%s exec \"$@\"' sh"
+		 " $L %s edge.example.test resethdr &"
+		 " i=0; while [ ! -s %s/ready ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done;"
+		 " cat %s/ready > %s$cg/cgroup.procs && echo go > %s/go; wait",
+		 dir, tu_cgroup_root(), dir, tu_helper("sslread"), dir, dir, tu_cgroup_root(), dir);
+	rec = run_task(lab, db, json, script, &r);
+	ASSERT_EQ(r.status, 0, "the client ran");
+	if (!rec || !ASSERT_TRUE(read_sent(lab, &s), "the server's log"))
+		return;
+	ASSERT_EQ(s.requests, 1, "the server saw the request");
+	ASSERT_EQ(s.reset, 1, "and reset it before the headers ended");
+	h = http_host(rec, "edge.example.test");
+	if (!ASSERT_TRUE(h != NULL, "the host has a row"))
+		return;
+	ASSERT_EQ(tu_num(h, "requests"), 1, "one request");
+	ASSERT_EQ(failure_kind(h, "reset"), 1, "a reset, as the server did");
+	ASSERT_EQ(tu_num(h, "unanswered"), 0, "none left unanswered");
+}
+
+/*
  * Interim answers, resets before the headers end, bodies cut short (by Content-Length
  * and chunked), chunks and headers split across segments, a body until close, a
  * protocol switch followed by bytes that look like HTTP, HEAD/204/304 on a kept

@@ -7,10 +7,14 @@
  *   sslread HOST CASE...   one connection to HOST:443 per CASE, GET /case/CASE
  *
  * Prints, per case, the bytes read and the last SSL_read's result. Exit 0.
+ * With SSLREAD_PAUSE=DIR, each connection, once made, writes the client's pid to
+ * DIR/ready and waits for a line on the fifo DIR/go before its request: a test moves
+ * the client between cgroups there.
  */
 #include <dlfcn.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -66,6 +70,32 @@ static int dial(const char *host)
 	return fd;
 }
 
+/* SSLREAD_PAUSE: this pid in DIR/ready (whole, by a rename), then a line from DIR/go. */
+static int pause_here(void)
+{
+	const char *dir = getenv("SSLREAD_PAUSE");
+	char path[512], tmp[520], line[16];
+	FILE *f;
+
+	if (!dir)
+		return 0;
+	snprintf(path, sizeof(path), "%s/ready", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) || rename(tmp, path))
+		return -1;
+	snprintf(path, sizeof(path), "%s/go", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ssl_api a;
@@ -85,6 +115,10 @@ int main(int argc, char **argv)
 		    a.ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, 0, argv[1]) != 1 ||
 		    a.connect(ssl) != 1) {
 			fprintf(stderr, "sslread: cannot connect to %s\n", argv[1]);
+			return 1;
+		}
+		if (pause_here()) {
+			fprintf(stderr, "sslread: cannot pause in %s\n", getenv("SSLREAD_PAUSE"));
 			return 1;
 		}
 		len = snprintf(req, sizeof(req),
