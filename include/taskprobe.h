@@ -5,7 +5,8 @@
 
 /*
  * Bump whenever a struct below changes layout, or the set of maps a daemon hands over
- * does (13: the lifecycle's program arrays); task records name the version they used.
+ * or what they hold does (13: the lifecycle's program arrays, each hook's work at index
+ * 0); task records name the version they used.
  */
 #define TP_ABI_VERSION 13
 

@@ -348,6 +348,13 @@ struct collector *collector__open(const struct collector_opts *opts)
 	c->uprobe_multi = uprobe_multi_supported();
 	adopt = opts && opts->adopt_dir && opts->adopt_dir[0] ? opts->adopt_dir : NULL;
 	err = load_any(c, opts, rb_bytes, adopt);
+	if (!err) {
+		err = fill_lifecycle(c);
+		if (err && adopt && !c->adopt_why[0])
+			snprintf(c->adopt_why, sizeof(c->adopt_why),
+				 "its program arrays do not take this version's programs: %s",
+				 strerror(-err));
+	}
 	if (err && adopt) {
 		/* Not adoptable (another version, another max_tasks): a collector anew. */
 		if (!c->adopt_why[0])
@@ -358,9 +365,9 @@ struct collector *collector__open(const struct collector_opts *opts)
 		c->uprobe_multi = uprobe_multi_supported();
 		adopt = NULL;
 		err = load_any(c, opts, rb_bytes, NULL);
+		if (!err)
+			err = fill_lifecycle(c);
 	}
-	if (!err)
-		err = fill_lifecycle(c);
 	if (err)
 		goto cleanup;
 	c->adopted = adopt != NULL;
