@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,18 +73,45 @@ static pid_t start_daemon(const char *db, const char *sock, bool keep)
 	return d > 0 && tu_wait_socket(sock, d) ? d : -1;
 }
 
-/* A daemon with config conf on the same store and socket, its stderr to efd: or -1. */
-static pid_t start_daemon_with(const char *conf, const char *db, const char *sock, int efd)
+/*
+ * A daemon with config conf on the same store and socket, its stderr to efd: or -1.
+ * With old_uname, under the uname of a kernel before 6.16 (setarch --uname-2.6): its
+ * collector then chooses the programs of older kernels (the exit program without
+ * group_dead).
+ */
+static pid_t spawn_daemon(bool old_uname, const char *conf, const char *db, const char *sock,
+			  int efd)
 {
-	char sock_opt[4200], conf_opt[4200];
+	char sock_opt[4200], conf_opt[4200], *argv[16];
+	struct utsname u;
+	int n = 0;
 	pid_t d;
 
 	snprintf(sock_opt, sizeof(sock_opt), "--socket=%s", sock);
 	snprintf(conf_opt, sizeof(conf_opt), "--config=%s", conf);
-	d = tu_spawn_fds((char *[]){ (char *)tu_bin(), "daemon", conf_opt, "--db", (char *)db,
-				     sock_opt, "--listen=off", NULL },
-			 -1, efd);
+	if (old_uname) {
+		if (uname(&u))
+			return -1;
+		argv[n++] = "setarch";
+		argv[n++] = u.machine;
+		argv[n++] = "--uname-2.6";
+	}
+	argv[n++] = (char *)tu_bin();
+	argv[n++] = "daemon";
+	argv[n++] = conf_opt;
+	argv[n++] = "--db";
+	argv[n++] = (char *)db;
+	argv[n++] = sock_opt;
+	argv[n++] = "--listen=off";
+	argv[n] = NULL;
+	d = tu_spawn_fds(argv, -1, efd);
 	return d > 0 && tu_wait_socket(sock, d) ? d : -1;
+}
+
+/* The same, under this kernel's own uname. */
+static pid_t start_daemon_with(const char *conf, const char *db, const char *sock, int efd)
+{
+	return spawn_daemon(false, conf, db, sock, efd);
 }
 
 /* The workload, in a worker's cgroup (it moves itself in first). */
@@ -472,11 +500,14 @@ out:
 
 /*
  * The switch program is one of two (with the run-queue histogram or without), chosen by
- * the config. A daemon whose config collects runq, after one that did not (killed),
- * adopts the switch program running, under the one pin name they share: no second
- * switch program is attached beside it (two would send a dead thread's exit event
- * twice). Injected: kill -9 of the first daemon, a config change. Recovered: the
- * task's execs and exits, exact, with the adopted program.
+ * the config, and so is the exit program (with or without group_dead), chosen by the
+ * kernel's version. A daemon whose config collects runq, on a kernel it takes for one
+ * before 6.16, after one that did neither (killed), adopts the switch and exit
+ * programs running, under the pin names each pair shares: no second one is attached
+ * beside either (two switch programs would send a dead thread's exit event twice, two
+ * exit programs would count each exit twice). Injected: kill -9 of the first daemon, a
+ * config change, a 2.6 uname. Recovered: the task's execs and exits, exact, with the
+ * adopted programs.
  */
 TEST(TIER_E2E, a_daemon_collecting_runq_adopts_the_running_switch_program)
 {
@@ -501,11 +532,20 @@ TEST(TIER_E2E, a_daemon_collecting_runq_adopts_the_running_switch_program)
 	kill(d, SIGKILL);
 	wait_status(d);
 	tu_write_file(conf, "collect = cpu,io,mem,net,http,runq\n");
-	d = start_daemon_with(conf, db, sock, STDERR_FILENO);
+	d = spawn_daemon(true, conf, db, sock, STDERR_FILENO);
 	if (!ASSERT_TRUE(d > 0, "the second daemon listens"))
 		goto out;
 	snprintf(path, sizeof(path), "%s/links/tp_sched_switch_runq", pins);
 	CHECK(access(path, F_OK) != 0, "no second switch program pinned (%s)", path);
+	snprintf(path, sizeof(path), "%s/links/tp_sched_process_exit_live", pins);
+	CHECK(access(path, F_OK) != 0, "no second exit program pinned (%s)", path);
+	snprintf(path, sizeof(path),
+		 "id=$(bpftool link show pinned %s/links/tp_sched_process_exit |"
+		 " sed -n 's/.* prog \\([0-9]*\\).*/\\1/p'); bpftool prog show id \"$id\"",
+		 pins);
+	tu_run((char *[]){ "sh", "-c", path, NULL }, &r, 30);
+	CHECK(r.status == 0 && r.out && strstr(r.out, "name tp_sched_process_exit "),
+	      "the running exit program adopted: %s %s", r.out ? r.out : "", r.err ? r.err : "");
 	/* The pinned link's program, by its id */
 	snprintf(path, sizeof(path),
 		 "id=$(bpftool link show pinned %s/links/tp_sched_switch |"
