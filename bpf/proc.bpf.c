@@ -240,9 +240,13 @@ static __always_inline int process_exit(struct task_struct *p, bool group_dead)
 	return 0;
 }
 
-/* Linux 6.16 on: the tracepoint says whether this thread's exit ended its process. */
+/*
+ * One attached exit program for every kernel: it reads only the thread, which the
+ * tracepoint has always passed. Its work is one of two, which the collector loads
+ * and puts in tail_exit by the kernel's version.
+ */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(tp_sched_process_exit, struct task_struct *p, bool group_dead)
+int BPF_PROG(tp_sched_process_exit, struct task_struct *p)
 {
 	if (!p->bpf_storage)
 		return 0;
@@ -250,6 +254,7 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *p, bool group_dead)
 	return 0;
 }
 
+/* Linux 6.16 on: the tracepoint says whether this thread's exit ended its process. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tracked_exit, struct task_struct *p, bool group_dead)
 {
@@ -257,19 +262,9 @@ int BPF_PROG(tracked_exit, struct task_struct *p, bool group_dead)
 }
 
 /*
- * Before 6.16 (the collector loads one of the two): signal->live, which do_exit()
- * decremented just before. Two threads exiting at once may both read 0 there, and
- * their process's exit then counts twice.
+ * Before 6.16: signal->live, which do_exit() decremented just before. Two threads
+ * exiting at once may both read 0 there, and their process's exit then counts twice.
  */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(tp_sched_process_exit_live, struct task_struct *p)
-{
-	if (!p->bpf_storage)
-		return 0;
-	bpf_tail_call(ctx, &tail_exit, 0);
-	return 0;
-}
-
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tracked_exit_live, struct task_struct *p)
 {

@@ -82,11 +82,10 @@ TEST(TIER_E2E, five_hundred_short_execs_exact)
 
 /*
  * Kernels before 6.16, whose sched_process_exit has no group_dead argument: the
- * collector loads the other exit pair (tp_sched_process_exit_live, which tail-calls
- * tracked_exit_live) and, before 6.11 and 6.6, no tcp_sendmsg_locked and plain uprobes.
- * It tells them by uname, so this kernel run under a 2.6 uname (setarch --uname-2.6)
- * takes every one of those paths: the same counts, exact. The task itself says which
- * exit program was loaded.
+ * collector puts the other exit work (tracked_exit_live) in tail_exit and, before 6.11
+ * and 6.6, loads no tcp_sendmsg_locked and plain uprobes. It tells them by uname, so
+ * this kernel run under a 2.6 uname (setarch --uname-2.6) takes every one of those
+ * paths: the same counts, exact. The task itself says which exit work was put there.
  */
 TEST(TIER_E2E, a_kernel_before_6_16_gets_the_same_exact_counts)
 {

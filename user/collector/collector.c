@@ -213,10 +213,7 @@ static int load_skel(struct collector *c, const struct collector_opts *opts, __u
 	bpf_program__set_autoload((c->collect & COLLECT_RUNQ) ? k->progs.tp_sched_switch
 							      : k->progs.tp_sched_switch_runq,
 				  false);
-	/* The exit program whose tracepoint says whether a process ended (6.16 on). */
-	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tp_sched_process_exit_live
-							    : k->progs.tp_sched_process_exit,
-				  false);
+	/* The exit's work with the tracepoint's group_dead (6.16 on), or without it. */
 	bpf_program__set_autoload(tp_kernel_at_least(6, 16) ? k->progs.tracked_exit_live
 							    : k->progs.tracked_exit,
 				  false);

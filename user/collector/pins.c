@@ -39,19 +39,13 @@ static const char *pin_name(const struct bpf_map *m)
 }
 
 /*
- * A link's name in the pin directory: its hook's, for the programs of which one of two
- * is loaded (the switch with or without the run-queue histogram; the exit program of
- * 6.16 on or before), so that a collector that chose the other one adopts the one
- * running, and never runs both: two exit programs would both tail-call the same
- * tracked_exit* for a while, and count each exit twice.
+ * A link's name in the pin directory: its hook's, for the program of which one of two
+ * is loaded (the switch with or without the run-queue histogram), so that a collector
+ * whose config chose the other one adopts the one running, and never runs both.
  */
 static const char *link_pin_name(const char *prog)
 {
-	if (!strcmp(prog, "tp_sched_switch_runq"))
-		return "tp_sched_switch";
-	if (!strcmp(prog, "tp_sched_process_exit_live"))
-		return "tp_sched_process_exit";
-	return prog;
+	return !strcmp(prog, "tp_sched_switch_runq") ? "tp_sched_switch" : prog;
 }
 
 /* Whether the pinned map fd has m's shape: another version's map is never taken. */
