@@ -287,7 +287,10 @@ static int fill_lifecycle(struct collector *c)
 	return 0;
 }
 
-/* The skeleton loaded, with uprobe_multi where the kernel takes it. */
+/*
+ * The skeleton loaded, with uprobe_multi where the kernel takes it, and the lifecycle's
+ * arrays filled (adopted ones too: if they take none of ours, the maps are not adopted).
+ */
 static int load_any(struct collector *c, const struct collector_opts *opts, __u32 rb_bytes,
 		    const char *adopt)
 {
@@ -302,6 +305,13 @@ static int load_any(struct collector *c, const struct collector_opts *opts, __u3
 		c->uprobe_multi = false;
 		err = load_skel(c, opts, rb_bytes, adopt);
 	}
+	if (err)
+		return err;
+	err = fill_lifecycle(c);
+	if (err && adopt)
+		snprintf(c->adopt_why, sizeof(c->adopt_why),
+			 "its program arrays do not take this version's programs: %s",
+			 strerror(-err));
 	return err;
 }
 
@@ -345,13 +355,6 @@ struct collector *collector__open(const struct collector_opts *opts)
 	c->uprobe_multi = uprobe_multi_supported();
 	adopt = opts && opts->adopt_dir && opts->adopt_dir[0] ? opts->adopt_dir : NULL;
 	err = load_any(c, opts, rb_bytes, adopt);
-	if (!err) {
-		err = fill_lifecycle(c);
-		if (err && adopt && !c->adopt_why[0])
-			snprintf(c->adopt_why, sizeof(c->adopt_why),
-				 "its program arrays do not take this version's programs: %s",
-				 strerror(-err));
-	}
 	if (err && adopt) {
 		/* Not adoptable (another version, another max_tasks): a collector anew. */
 		if (!c->adopt_why[0])
@@ -362,8 +365,6 @@ struct collector *collector__open(const struct collector_opts *opts)
 		c->uprobe_multi = uprobe_multi_supported();
 		adopt = NULL;
 		err = load_any(c, opts, rb_bytes, NULL);
-		if (!err)
-			err = fill_lifecycle(c);
 	}
 	if (err)
 		goto cleanup;
