@@ -76,13 +76,15 @@ struct {
 	__type(value, struct dns_call);
 } dns_calls SEC(".maps");
 
+/* A socket's storage if it is a connection of a task still tracked, else NULL. */
+static __always_inline struct tp_sock *sock_current(struct tp_sock *ts)
+{
+	return ts && tp_slot_current(ts->ep.slot, ts->ep.gen) ? ts : NULL;
+}
+
 static __always_inline struct tp_sock *sock_of(const struct sock *sk)
 {
-	struct tp_sock *ts = bpf_sk_storage_get(&socks, (void *)sk, 0, 0);
-
-	if (!ts || !tp_slot_current(ts->ep.slot, ts->ep.gen))
-		return NULL;
-	return ts;
+	return sock_current(bpf_sk_storage_get(&socks, (void *)sk, 0, 0));
 }
 
 /*
@@ -271,8 +273,7 @@ int BPF_PROG(tp_inet_sock_set_state, const struct sock *sk, int oldstate, int ne
 	ts = bpf_sk_storage_get(&socks, (void *)sk, 0, 0);
 	if (!ts && !http_unmarked)
 		return 0;
-	if (ts && !tp_slot_current(ts->ep.slot, ts->ep.gen))
-		ts = NULL;
+	ts = sock_current(ts);
 	if (ts && oldstate == TCP_SYN_SENT) {
 		connect_done(sk, ts, newstate);
 		return 0;
