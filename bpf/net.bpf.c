@@ -53,7 +53,7 @@ struct {
  * TLS when tcp_sendmsg_locked names the socket) is given storage, zeroed when it had
  * none (slot 0 and gen 0: no task's connection). So a socket without storage has no
  * HTTP state, and its state changes look nothing else up: the rest of the host's
- * closes cost one lookup, not the cookie and two (tcpstate.sh). Should storage ever
+ * closes cost one lookup, not the cookie and two (tcpsend.sh). Should storage ever
  * fail to be made, http_unmarked makes every state change look, as before.
  */
 __u32 http_unmarked = 0;

@@ -21,9 +21,6 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
-FLOOR=${FLOOR:-${BENCH_BIN:-$(dirname "$TP")/bench}/floor}
-FLOOR_OBJ=${FLOOR_OBJ:-${BENCH_BPF:-$(dirname "$TP")/bpf}/floor.bpf.o}
-LOOKUP_OBJ=${LOOKUP_OBJ:-${BENCH_BPF:-$(dirname "$TP")/bpf}/lookup.bpf.o}
 out=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
 cleanup() {
 	detach_obj 8

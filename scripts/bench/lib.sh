@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # Shared by the benchmarks: the binary under test and small statistics helpers.
 TP=${TP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/taskprobe}
+# The benchmarks' own programs (made by `make bench`): the floor's loader, the floor
+# (empty programs on the hot hooks) and the floor plus one lookup, beside TP's build.
+FLOOR=${FLOOR:-${BENCH_BIN:-$(dirname "$TP")/bench}/floor}
+FLOOR_OBJ=${FLOOR_OBJ:-${BENCH_BPF:-$(dirname "$TP")/bpf}/floor.bpf.o}
+LOOKUP_OBJ=${LOOKUP_OBJ:-${BENCH_BPF:-$(dirname "$TP")/bpf}/lookup.bpf.o}
 
 need_root() {
 	if [ "$(id -u)" -ne 0 ]; then

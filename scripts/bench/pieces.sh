@@ -18,8 +18,6 @@ need_root
 rounds=${1:-5}
 execs=${2:-3000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-FLOOR=${FLOOR:-${BENCH_BIN:-$root/build/bench}/floor}
-FLOOR_OBJ=${FLOOR_OBJ:-${BENCH_BPF:-$root/build/bpf}/floor.bpf.o}
 # name:TP_OFF bits (bpf/maps.bpf.h)
 variants=(shipped:0 ring:0x01 adopt:0x02 path:0x04 comm:0x08 stats:0x10 charge:0x20
 	query:0x40 storage:0x80 fill:0x100 clock:0x200 all:0xff)

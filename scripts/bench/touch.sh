@@ -14,7 +14,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 need_root
 root=$(cd "$(dirname "$0")/../.." && pwd)
-FLOOR=${FLOOR:-${BENCH_BIN:-$root/build/bench}/floor}
 FLOOR_OBJ=${TOUCH_OBJ:-${BENCH_BPF:-$root/build/bpf}/touch.bpf.o}
 MEM_OBJ=${TOUCHMEM_OBJ:-${BENCH_BPF:-$root/build/bpf}/touchmem.bpf.o}
 make -C "$root" -s -j"$(nproc)" build/bench/floor build/bpf/touch.bpf.o build/bpf/touchmem.bpf.o > /dev/null
