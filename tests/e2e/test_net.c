@@ -519,6 +519,15 @@ static bool read_sent(const char *lab, struct sent *s)
 	return true;
 }
 
+/* The server's log emptied, so that read_sent sees the run that follows alone. */
+static void forget_sent(const char *lab)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/sent.log", lab);
+	unlink(path);
+}
+
 /*
  * A TLS client that reads with SSL_read and stops at its first failed read, as most do
  * on a reset (tests/helpers/sslread.c): SSL_read's -1 is an int, the register's upper
@@ -529,15 +538,14 @@ TEST(TIER_E2E, a_tls_client_that_stops_at_its_first_failed_read_sees_the_reset)
 {
 	const char *lab = tu_netlab("");
 	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json");
-	char script[1024], path[600];
+	char script[1024];
 	const struct json *rec, *h;
 	struct tu_result r;
 	struct sent s;
 
 	if (!lab)
 		return;
-	snprintf(path, sizeof(path), "%s/sent.log", lab);
-	unlink(path);
+	forget_sent(lab);
 	snprintf(script, sizeof(script), "$L %s edge.example.test resethdr truncrst truncfin",
 		 tu_helper("sslread"));
 	rec = run_task(lab, db, json, script, &r);
@@ -567,15 +575,14 @@ TEST(TIER_E2E, a_tls_connection_made_before_joining_the_task_sees_its_reset)
 {
 	const char *lab = tu_netlab("");
 	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json"), *dir = tu_tmp("pause");
-	char script[2048], path[600];
+	char script[2048];
 	const struct json *rec, *h;
 	struct tu_result r;
 	struct sent s;
 
 	if (!lab)
 		return;
-	snprintf(path, sizeof(path), "%s/sent.log", lab);
-	unlink(path);
+	forget_sent(lab);
 	ASSERT_EQ(mkdir(dir, 0700), 0, "pause directory");
 	/*
 	 * The client leaves the task's cgroup for the root, connects there, and is put back
@@ -614,7 +621,7 @@ TEST(TIER_E2E, http_outcomes_are_what_the_server_sent)
 	const char *lab = tu_netlab("");
 	const char *db = tu_tmp("tp.db"), *json = tu_tmp("task.json"), *up = tu_tmp("upload");
 	const char *big = tu_tmp("big-upload");
-	char script[4096], path[600], host[320];
+	char script[4096], host[320];
 	const struct json *rec, *h, *res;
 	struct tu_result r;
 	struct sent s;
@@ -629,11 +636,10 @@ TEST(TIER_E2E, http_outcomes_are_what_the_server_sent)
 		memset(body, 'u', sizeof(body) - 1);
 		tu_write_file(big, body);
 	}
-	snprintf(path, sizeof(path), "%s/sent.log", lab);
 	for (int tls = 0; tls < 2; tls++) {
 		const char *via = tls ? "TLS" : "plaintext";
 
-		unlink(path);
+		forget_sent(lab);
 		/*
 		 * Uploads answered early (before and after a 100 Continue, the body not all
 		 * sent), clients that stop at the headers (urllib on an error status, a curl
