@@ -65,16 +65,16 @@ trap cleanup EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 start_floor "$tmp/fifo"
 
+if [ "$block" = 1 ]; then
+	work="dd if=/dev/zero of='$tmp/dd' bs=64k count=$execs oflag=direct status=none"
+else
+	work="i=0; while [ \$i -lt $execs ]; do /bin/true; i=\$((i+1)); done"
+fi
 for ((r = 0; r < rounds; r++)); do
 	for v in "${variants[@]}"; do
 		name=${v%%:*}
 		f=$tmp/$name.$r
 		bpftool prog show --json > "$f.before"
-		if [ "$block" = 1 ]; then
-			work="dd if=/dev/zero of='$tmp/dd' bs=64k count=$execs oflag=direct status=none"
-		else
-			work="i=0; while [ \$i -lt $execs ]; do /bin/true; i=\$((i+1)); done"
-		fi
 		"$root/build/v/$name/taskprobe" run --quiet --no-db --collect cpu,io,mem,net -- sh -c "
 			$work
 			bpftool prog show --json > '$f'"
