@@ -18,6 +18,7 @@
 #include "model/task_json.h"
 #include "model/user_metrics.h"
 #include "testutil.h"
+#include "view/report.h"
 #include "view/summary.h"
 
 /* The BPF side's bucketing, compiled here as plain C (glibc defines __always_inline). */
@@ -250,6 +251,60 @@ TEST(TIER_UNIT, summary_fits_80_columns)
 	ASSERT_TRUE(strstr(buf, "killed") != NULL, "leftovers' fate");
 	task_record__fini(&t);
 	free(buf);
+}
+
+/*
+ * The HTML report's time axis keeps its labels inside its 960-px chart: a task whose
+ * span is a whole number of steps (10 s: ticks each second) has its last tick at the
+ * plot's right end, 12 px from the edge, where a centred "hh:mm:ss" (about 45 px)
+ * would cross it. Each label is checked by its anchor: centred ones need 28 px of room
+ * to their right, those that end at x need x inside. The e2e report test found this
+ * once in Chromium, when its task happened to take 10.1 s.
+ */
+TEST(TIER_UNIT, report_time_axis_labels_stay_inside_the_chart)
+{
+	static const char rec_text[] =
+		"{\"id\":\"axis\",\"start_ns\":1796000000000000000,\"wall_ns\":10000000000}";
+	struct json *rec = json_parse(rec_text, sizeof(rec_text) - 1, NULL, 0);
+	struct report_input in = { .rec = rec };
+	const char *axis, *p;
+	int labels = 0, ends = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!ASSERT_TRUE(rec != NULL, "the record parses"))
+		return;
+	f = open_memstream(&buf, &len);
+	ASSERT_EQ(report_html(f, &in), 0, "report_html");
+	fclose(f);
+	/* The axis is the chart whose texts sit at y 16 and 30. */
+	axis = buf ? strstr(buf, "<svg class=\"chart\" width=\"960\" height=\"34\"") : NULL;
+	if (!ASSERT_TRUE(axis != NULL, "the time axis"))
+		goto out;
+	for (p = axis; (p = strstr(p, "<text class=\"tick\" x=\"")) && p < strstr(axis, "</svg>");
+	     p++) {
+		char anchor[16] = "";
+		double x = 0;
+		int y = 0;
+
+		if (sscanf(p, "<text class=\"tick\" x=\"%lf\" y=\"%d\" text-anchor=\"%15[a-z]\"",
+			   &x, &y, anchor) != 3)
+			continue;
+		labels++;
+		if (!strcmp(anchor, "middle"))
+			CHECK(x + 28 <= 960, "a centred label at x %.1f crosses the edge", x);
+		else if (!strcmp(anchor, "end")) {
+			ends++;
+			CHECK(x <= 960, "a label ending at x %.1f crosses the edge", x);
+		}
+	}
+	/* 0 to 10 s: eleven ticks of two labels; the last tick's pair ends at the edge. */
+	ASSERT_EQ(labels, 22, "two labels a tick");
+	ASSERT_EQ(ends, 2, "the last tick's labels end at the edge");
+out:
+	free(buf);
+	json_free(rec);
 }
 
 TEST(TIER_UNIT, task_json_fields)

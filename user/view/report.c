@@ -15,6 +15,8 @@
 #define MARGIN_L 78
 #define MARGIN_R 12
 #define PLOT_W (CHART_W - MARGIN_L - MARGIN_R)
+/* Half the width of the time axis's widest label, "hh:mm:ss" (about 45 px), and some. */
+#define TICK_HALF_W 28
 
 /* Text for HTML and SVG: & < > " escaped. */
 static void esc(FILE *f, const char *s)
@@ -229,14 +231,22 @@ static void time_axis(FILE *f, const struct json *rec, __u64 span_ms)
 		CHART_W, CHART_W);
 	for (double t = 0; t * 1000 <= span_ms; t += step) {
 		double x = x_of((__u64)(t * 1000), span_ms);
+		/*
+		 * Centred on its tick, unless that would cross the chart's right edge (a tick
+		 * in the right margin's reach, as when the span is about a whole number of
+		 * steps): then it ends at the edge.
+		 */
+		bool at_edge = x + TICK_HALF_W > CHART_W;
+		double tx = at_edge ? CHART_W - 2 : x;
+		const char *anchor = at_edge ? "end" : "middle";
 
 		tp_fmt_time(when, sizeof(when), start_ns + (__u64)(t * 1e9));
 		/* hh:mm:ss of the ISO time, UTC */
 		fprintf(f,
 			"<line class=\"axis\" x1=\"%.1f\" y1=\"0\" x2=\"%.1f\" y2=\"5\"/>"
-			"<text class=\"tick\" x=\"%.1f\" y=\"16\" text-anchor=\"middle\">%gs</text>"
-			"<text class=\"tick\" x=\"%.1f\" y=\"30\" text-anchor=\"middle\">%.8s</text>\n",
-			x, x, x, t, x, when + 11);
+			"<text class=\"tick\" x=\"%.1f\" y=\"16\" text-anchor=\"%s\">%gs</text>"
+			"<text class=\"tick\" x=\"%.1f\" y=\"30\" text-anchor=\"%s\">%.8s</text>\n",
+			x, x, tx, anchor, t, tx, anchor, when + 11);
 	}
 	fputs("<text class=\"tick\" x=\"2\" y=\"30\">UTC</text></svg>\n", f);
 }
