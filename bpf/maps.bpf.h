@@ -22,7 +22,7 @@
 #define TP_OFF_PATH 0x04      /* exec: no filename copy */
 #define TP_OFF_COMM 0x08      /* exec and exit events: no comm copy */
 #define TP_OFF_STATS 0x10     /* fork, exec, exit: no proc_stats counters */
-#define TP_OFF_CHARGE 0x20    /* exit: no CPU and I/O charge */
+#define TP_OFF_CHARGE 0x20    /* exit: no I/O charge */
 #define TP_OFF_QUERY 0x40     /* exec: submit without the ring-buffer query */
 #define TP_OFF_STORAGE 0x80   /* exit: no storage writes (then no exit event) */
 #define TP_OFF_FILL 0x100     /* exec: a staged record with no header or body */

@@ -207,7 +207,7 @@ int BPF_PROG(tracked_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 }
 
 /*
- * A thread exits: its CPU and I/O so far are charged, and the last one of a process
+ * A thread exits: its I/O is charged, and the last one of a process
  * counts the exit. Its event is sent from its last switch-out (sched.bpf.c), where its
  * runtime is final: one event a thread, not two (docs/PERFORMANCE.md).
  */
@@ -222,11 +222,13 @@ static __always_inline int process_exit(struct task_struct *p, bool group_dead)
 		return 0;
 	slot = th->slot;
 	ps = bpf_map_lookup_elem(&proc_stats, &slot);
-	/* The rest of its CPU time is charged at its last switch-out (sched.bpf.c). */
-	if (!tp_off(TP_OFF_CHARGE)) {
-		tp_charge_cpu(p, th);
+	/*
+	 * Its CPU time is not charged here: its runtime is stale until its last
+	 * switch-out (sched.bpf.c), which charges all of it since its last charge with
+	 * the same work as it would charge the rest (one CPU charge a thread, not two).
+	 */
+	if (!tp_off(TP_OFF_CHARGE))
 		tp_charge_ioac(p, th);
-	}
 	if (!tp_off(TP_OFF_STORAGE)) {
 		th->exit_ns = bpf_ktime_get_ns();
 		th->exit_flags = group_dead ? TP_EXIT_GROUP_DEAD : 0;

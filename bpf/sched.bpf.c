@@ -6,9 +6,9 @@
  *
  * A thread's CPU time is the growth of se.sum_exec_runtime, its wait for a CPU the
  * growth of sched_info.run_delay: the kernel's own figures (what getrusage, cpu.stat
- * and schedstat report). They are charged when the thread exits (proc.bpf.c), at its
- * last switch-out (below), and for threads still alive by the task iterator, which
- * userspace runs before it reads.
+ * and schedstat report). They are charged at the thread's last switch-out (below),
+ * and for threads still alive by the task iterator, which userspace runs before it
+ * reads; not at its exit (proc.bpf.c), where the runtime is stale.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
