@@ -8,7 +8,8 @@
 # each page it is the first to touch since the last context switch.
 # Then the same for each kind of memory the collector uses, on sched_process_exec
 # (scripts/bench/touchmem.bpf.c): the clock, a global, a hash map's value, an array
-# map's, a per-CPU array's, the thread's task storage; each touched twice in a row.
+# map's, a per-CPU array's, the thread's task storage; each touched twice in a row;
+# then a page against a line (m21-m24: a new map's page, the same page's next line).
 #   [EXECS=3000] scripts/bench/touch.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -140,6 +140,46 @@ int BPF_PROG(m19_comm_load, struct task_struct *p)
 
 M(20, empty, return 0)
 
+/*
+ * A page or a line: two arrays of 1024 values of 64 bytes (64 KiB each, vmalloc'ed, as
+ * the collector's per-slot arrays of 8192), touched at one value of the first (m21),
+ * one of the second (m22: a new page and a new line), a value 512 bytes on in the
+ * first (m23: the same page, a new line), and one 4096 bytes on in the first (m24: a
+ * new page of the same map). What m22 and m24 pay over m23 is the page's; what the
+ * collector would save by keeping a slot's figures of several maps in one value.
+ */
+struct touch_slot {
+	__u64 v[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct touch_slot);
+} touch_big SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct touch_slot);
+} touch_big2 SEC(".maps");
+
+static __always_inline int bump_slot(void *map, __u32 k)
+{
+	struct touch_slot *v = bpf_map_lookup_elem(map, &k);
+
+	if (v)
+		v->v[0]++;
+	return 0;
+}
+
+M(21, page, return bump_slot(&touch_big, 0))
+M(22, newpage, return bump_slot(&touch_big2, 0))
+M(23, sameline, return bump_slot(&touch_big, 8))
+M(24, samemap, return bump_slot(&touch_big, 64))
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(m00_fork, struct task_struct *parent, struct task_struct *child)
 {
