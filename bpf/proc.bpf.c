@@ -207,9 +207,9 @@ int BPF_PROG(tracked_exec, struct task_struct *p, pid_t old_pid, struct linux_bi
 }
 
 /*
- * A thread exits: its I/O is charged, and the last one of a process
- * counts the exit. Its event is sent from its last switch-out (sched.bpf.c), where its
- * runtime is final: one event a thread, not two (docs/PERFORMANCE.md).
+ * A thread exits: its I/O is charged, and the last one of a process counts the exit.
+ * Its event is sent from its last switch-out (sched.bpf.c), where its runtime is
+ * final: one event a thread, not two (docs/PERFORMANCE.md).
  */
 static __always_inline int process_exit(struct task_struct *p, bool group_dead)
 {

@@ -197,7 +197,7 @@ int tp_iter_charge(struct bpf_iter__task *ctx)
 			tp_thread_adopt(t, ci);
 		return 0;
 	}
-	/* A thread that exited is charged once more, at its last switch-out. */
+	/* A thread that exited is charged at its last switch-out, not here. */
 	th = tp_thread_get(t);
 	if (th && !th->exit_ns)
 		tp_charge_cpu(t, th);

@@ -267,7 +267,7 @@ TEST(TIER_UNIT, report_time_axis_labels_stay_inside_the_chart)
 		"{\"id\":\"axis\",\"start_ns\":1796000000000000000,\"wall_ns\":10000000000}";
 	struct json *rec = json_parse(rec_text, sizeof(rec_text) - 1, NULL, 0);
 	struct report_input in = { .rec = rec };
-	const char *axis, *p;
+	const char *axis, *end, *p;
 	int labels = 0, ends = 0;
 	char *buf = NULL;
 	size_t len = 0;
@@ -282,8 +282,8 @@ TEST(TIER_UNIT, report_time_axis_labels_stay_inside_the_chart)
 	axis = buf ? strstr(buf, "<svg class=\"chart\" width=\"960\" height=\"34\"") : NULL;
 	if (!ASSERT_TRUE(axis != NULL, "the time axis"))
 		goto out;
-	for (p = axis; (p = strstr(p, "<text class=\"tick\" x=\"")) && p < strstr(axis, "</svg>");
-	     p++) {
+	end = strstr(axis, "</svg>");
+	for (p = axis; (p = strstr(p, "<text class=\"tick\" x=\"")) && p < end; p++) {
 		char anchor[16] = "";
 		double x = 0;
 		int y = 0;
