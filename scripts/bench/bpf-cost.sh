@@ -23,6 +23,7 @@ set -euo pipefail
 need_root
 out=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
 cleanup() {
+	waiting_task_abort
 	detach_obj 8
 	stop_floor
 	rm -f "$out.fifo" "$out.lookup" "$out.dd"
@@ -42,15 +43,9 @@ for ((run = 0; run < runs; run++)); do
 	# The floor stays attached: its figures for this run are what it adds from here.
 	[ "$second" = 1 ] || bpftool prog show --json > "$out.$run.before"
 	if [ "${UNTRACKED:-0}" = 1 ]; then
-		# The workload runs beside a task that only waits, then reads the stats. It
-		# waits in the shell's read of a fifo: no fork, exec or exit of its own among
-		# the events measured (a sleep loop put ~100 tracked ones there).
-		mkfifo "$out.done"
-		"$TP" run --quiet --no-db --collect "$collect" -- sh -c "
-			read x < '$out.done'
-			bpftool prog show --json > '$out.$run'" &
-		task=$!
-		sleep 0.5
+		# The workload runs beside a task that only waits (lib.sh; a sleep loop there
+		# once put ~100 tracked processes among the events), then reads the stats.
+		waiting_task_start "$out" "bpftool prog show --json > '$out.$run'" --collect "$collect"
 		if [ "$second" = 1 ]; then
 			start_floor "$out.fifo"
 		fi
@@ -58,9 +53,7 @@ for ((run = 0; run < runs; run++)); do
 		attach_obj 8 "$LOOKUP_OBJ" "$out.lookup"
 		bpftool prog show --json > "$out.$run.before"
 		sh -c "$workload"
-		echo done > "$out.done"
-		wait "$task"
-		rm -f "$out.done"
+		waiting_task_end "$out"
 		detach_obj 8
 		rm -f "$out.lookup"
 		[ "$second" = 1 ] && { stop_floor; rm -f "$out.fifo"; }

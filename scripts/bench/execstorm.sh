@@ -20,7 +20,7 @@ n=${2:-20000}
 pairs=${3:-5}
 EXECLOOP=${EXECLOOP:-${BENCH_BIN:-$(dirname "$TP")/bench}/execloop}
 json=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
-trap 'rm -f "$json" "$json".*' EXIT
+trap 'waiting_task_abort; rm -f "$json" "$json".*' EXIT
 storm="i=0; while [ \$i -lt $loops ]; do '$EXECLOOP' $n & i=\$((i+1)); done; wait"
 made=$((1 + loops * (n + 1))) # sh itself, each loop's first exec, then its chain
 want=$made
@@ -39,17 +39,9 @@ storm() {
 		return
 	fi
 	if [ "${UNTRACKED:-0}" = 1 ]; then
-		# The task waits in the shell's read of a fifo: no exec of its own meanwhile.
-		rm -f "$json.go" "$json.ready"
-		mkfifo "$json.go"
-		"$TP" run --quiet --no-db --json "$json" -- sh -c "
-			: > '$json.ready'; read x < '$json.go'" > /dev/null &
-		local task=$!
-		while [ ! -e "$json.ready" ]; do sleep 0.05; done
+		waiting_task_start "$json" : --json "$json"
 		us=$(elapsed_us sh -c "$storm")
-		echo go > "$json.go"
-		wait "$task"
-		rm -f "$json.go" "$json.ready"
+		waiting_task_end "$json"
 	else
 		us=$(elapsed_us "$TP" run --quiet --no-db --json "$json" -- sh -c "$storm")
 	fi
@@ -80,7 +72,7 @@ print("exec storm%s, %d loops of %d: median time ratio with/without the collecto
       "each of %d runs: %s; lost %d" % (
           " beside a waiting task" if untracked else "", loops, n, ratio, pairs,
           made / (on / 1e6), made / (off / 1e6),
-          "/".join(str(v) for v in sorted({c[0] for c in counts})), want, len(counts), "exact" if exact else "NOT EXACT",
-          lost))
+          "/".join(str(v) for v in sorted({c[0] for c in counts})), want, len(counts),
+          "exact" if exact else "NOT EXACT", lost))
 sys.exit(0 if exact and lost == 0 else 1)
 PY

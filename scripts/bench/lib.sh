@@ -64,6 +64,46 @@ interleave() {
 	RATIO=$(printf '%s\n' "${ratios[@]}" | median)
 }
 
+# A task that only waits keeps a collector up while a workload runs beside it, outside
+# any task: it waits in the shell's read of a fifo, so it makes no fork, exec or exit
+# of its own among the events measured. Returns once the task's command runs (the
+# collector attached); exits the script if the task ended first or never started.
+# Released by waiting_task_end, the task's command then runs AFTER (say, a snapshot of
+# the programs' stats) and ends. waiting_task_abort, for a trap, ends it by its pid.
+#   waiting_task_start BASE AFTER [RUN OPTIONS...]; ...; waiting_task_end BASE
+WAITING_PID=
+waiting_task_start() {
+	local base=$1 after=$2
+	shift 2
+	rm -f "$base.go" "$base.ready"
+	mkfifo "$base.go"
+	"$TP" run --quiet --no-db "$@" -- sh -c ": > '$base.ready'; read x < '$base.go'; $after" \
+		> /dev/null &
+	WAITING_PID=$!
+	for _ in $(seq 200); do
+		[ -e "$base.ready" ] && return 0
+		kill -0 "$WAITING_PID" 2> /dev/null || break
+		sleep 0.05
+	done
+	echo "${0##*/}: the waiting task did not start" >&2
+	exit 1
+}
+
+waiting_task_end() {
+	echo go > "$1.go"
+	wait "$WAITING_PID"
+	WAITING_PID=
+	rm -f "$1.go" "$1.ready"
+}
+
+waiting_task_abort() {
+	if [ -n "$WAITING_PID" ]; then
+		kill "$WAITING_PID" 2> /dev/null || true
+		wait "$WAITING_PID" 2> /dev/null || true
+		WAITING_PID=
+	fi
+}
+
 # A benchmark object's programs ($FLOOR loading OBJ) attached until detach_obj FD:
 # they stay while the loader's stdin, the fifo made at FIFO_PATH, is open on fd FD.
 # Exits the script if they do not load.

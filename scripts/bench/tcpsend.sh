@@ -19,7 +19,7 @@ runs=${RUNS:-3}
 out=$(mktemp -p /var/tmp taskprobe-bench.XXXXXX)
 CLEANUP=$out
 with_bpf_stats
-trap 'detach_obj 8; stop_floor; sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f "$out" "$out".*' EXIT
+trap 'waiting_task_abort; detach_obj 8; stop_floor; sysctl -qw kernel.bpf_stats_enabled="$BPF_STATS_PREV"; rm -f "$out" "$out".*' EXIT
 start_floor "$out.fifo"
 attach_obj 8 "$LOOKUP_OBJ" "$out.lookup"
 cat > "$out.py" <<'PY'
@@ -52,16 +52,10 @@ for ((run = 0; run < runs; run++)); do
 		"$TP" run --quiet --no-db -- sh -c "bpftool prog show --json > '$out.$run.before';
 			python3 '$out.py' $n $conns; bpftool prog show --json > '$out.$run'"
 	else
-		mkfifo "$out.done"
-		"$TP" run --quiet --no-db -- sh -c "read x < '$out.done'
-			bpftool prog show --json > '$out.$run'" &
-		task=$!
-		sleep 0.5
+		waiting_task_start "$out" "bpftool prog show --json > '$out.$run'"
 		bpftool prog show --json > "$out.$run.before"
 		python3 "$out.py" "$n" "$conns"
-		echo done > "$out.done"
-		wait "$task"
-		rm -f "$out.done"
+		waiting_task_end "$out"
 	fi
 done
 python3 - "$out" "$runs" "${INSIDE:-0}" <<'PY'
